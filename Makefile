@@ -1,0 +1,36 @@
+# The few commands a newcomer needs. `make run` and `make test` do all the set-up.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: run chat install test lint format bench clean
+
+run: install  ## Build the bundled ICLR 2026 index if missing and open the chat.
+	$(VENV)/bin/rag chat
+
+chat: run
+
+install: $(STAMP)
+
+# torch is installed first from the CPU wheel on disk: an unpinned torch pulls CUDA (GBs).
+$(STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e ".[dev]"
+	touch $(STAMP)
+
+lint: install  ## ruff (lint + format check) and mypy.
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
+test: install lint  ## Lint, type-check and run the whole test suite.
+	$(PY) -m pytest -q -ra
+
+format: install
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+clean:
+	rm -rf .rag .pytest_cache .mypy_cache .ruff_cache

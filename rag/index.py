@@ -1,0 +1,265 @@
+"""Chunks + embeddings <-> Chroma: the only module that talks to Chroma.
+
+One collection holds every chunk: its id is "<paper_id>#<i>", its document the abstract's
+own text, its metadata the paper's fields (so a server-mode index needs nothing else).
+The collection records the embedding model; opening it with another is an error.
+
+`Catalog` is the in-memory view of what is stored (ids, texts, paper metadata), loaded in
+pages once per process: the ingest diff and BM25 both read it instead of asking Chroma.
+Writes go paper by paper inside each upsert, so a paper is either complete, or detected
+as incomplete (fewer than `n_chunks` chunks) and redone by the next ingest.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import numpy as np
+
+from rag.chunk import stitch
+from rag.config import Settings
+from rag.types import Chunk, Paper
+
+PAGE = 5000  # rows per `get` page when loading the catalog
+SPACE = "cosine"
+
+
+class StoreError(RuntimeError):
+    """The index cannot be opened or written; the message names the path or URL."""
+
+
+@dataclass
+class StoredPaper:
+    """A paper as stored: its record, its chunk ids, and whether all chunks are there."""
+
+    paper: Paper
+    content_hash: str
+    chunk_ids: list[str] = field(default_factory=list)
+    n_chunks: int = 0
+
+    @property
+    def complete(self) -> bool:
+        """Tell whether every chunk of the paper was written."""
+        return len(self.chunk_ids) == self.n_chunks
+
+
+@dataclass
+class Catalog:
+    """Everything stored, in memory: rows for BM25 and papers for the ingest diff."""
+
+    ids: list[str] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)  # the text that was embedded (title + chunk)
+    paper_of: list[str] = field(default_factory=list)  # paper id per row
+    papers: dict[str, StoredPaper] = field(default_factory=dict)
+    stale_ids: list[str] = field(default_factory=list)  # left over by a crash mid-update
+
+    def row_of(self) -> dict[str, int]:
+        """Map chunk id -> row number."""
+        return {cid: i for i, cid in enumerate(self.ids)}
+
+    @property
+    def n_chunks(self) -> int:
+        """Count live chunks."""
+        return len(self.ids)
+
+
+def embedded_text(paper: Paper, chunk: Chunk) -> str:
+    """The text embedded and BM25-indexed: the real title (if any) gives context."""
+    return f"{paper.title}. {chunk.text}" if paper.title else chunk.text
+
+
+def chunk_metadata(paper: Paper, chunk: Chunk) -> dict[str, Any]:
+    """Flatten paper + chunk into Chroma metadata (scalars only, no None)."""
+    meta: dict[str, Any] = {
+        "paper_id": paper.paper_id,
+        "index": chunk.index,
+        "n_chunks": chunk.n_chunks,
+        "char_start": chunk.char_start,
+        "char_end": chunk.char_end,
+        "n_tokens": chunk.n_tokens,
+        "content_hash": paper.content_hash,
+        "label": paper.label,
+        "sources": json.dumps(paper.sources),
+        "title": paper.title,
+        "venue": paper.venue,
+        "year": paper.year,
+        "status": paper.status,
+        "area": paper.area,
+        "keywords": "; ".join(paper.keywords) or None,
+        "authors": "; ".join(paper.authors) or None,
+        "site": paper.site,
+        "tldr": paper.tldr,
+    }
+    return {k: v for k, v in meta.items() if v is not None}
+
+
+def paper_from_metadata(meta: dict[str, Any], abstract: str) -> Paper:
+    """Rebuild a Paper from one chunk's metadata and the stitched abstract."""
+    return Paper(
+        paper_id=meta["paper_id"],
+        abstract=abstract,
+        title=meta.get("title"),
+        label=meta.get("label", ""),
+        venue=meta.get("venue"),
+        year=meta.get("year"),
+        status=meta.get("status"),
+        area=meta.get("area"),
+        keywords=tuple(k for k in meta.get("keywords", "").split("; ") if k),
+        authors=tuple(a for a in meta.get("authors", "").split("; ") if a),
+        site=meta.get("site"),
+        tldr=meta.get("tldr"),
+        sources=json.loads(meta.get("sources", "[]")),
+    )
+
+
+class Store:
+    """A Chroma collection of chunks, embedded locally on disk or on a Chroma server."""
+
+    def __init__(self, settings: Settings, embed_model: str) -> None:
+        self.settings = settings
+        self.location = settings.chroma_url or str(settings.index_dir)
+        self.client = _client(settings)
+        self.embed_model = embed_model
+        try:
+            self.collection = self.client.get_or_create_collection(
+                settings.collection,
+                metadata={"hnsw:space": SPACE, "embed_model": embed_model},
+                embedding_function=None,
+            )
+        except Exception as exc:  # chromadb raises many types; name the place either way
+            raise StoreError(f"cannot open collection at {self.location}: {exc}") from exc
+        stored = (self.collection.metadata or {}).get("embed_model")
+        if stored and stored != embed_model:
+            raise StoreError(
+                f"the index at {self.location} was built with {stored!r}, not {embed_model!r}: "
+                "use the same RAG_EMBED_MODEL, or another RAG_INDEX_DIR / RAG_COLLECTION"
+            )
+
+    def count(self) -> int:
+        """Count chunks in the collection."""
+        return int(self.collection.count())
+
+    def load_catalog(self) -> Catalog:
+        """Read every chunk (texts and metadata) in pages and group them by paper."""
+        rows: list[tuple[str, str, dict[str, Any]]] = []
+        offset = 0
+        while True:
+            page = self.collection.get(
+                include=["documents", "metadatas"], limit=PAGE, offset=offset
+            )
+            docs, metas = page["documents"] or [], page["metadatas"] or []
+            rows.extend(zip(page["ids"], docs, metas, strict=True))
+            if len(page["ids"]) < PAGE:
+                break
+            offset += PAGE
+        return _build_catalog(rows)
+
+    def write(self, items: Sequence[tuple[Paper, Chunk]], vectors: np.ndarray) -> None:
+        """Upsert chunks with their vectors (one call: all of a paper's chunks land together)."""
+        if not items:
+            return
+        try:
+            self.collection.upsert(
+                ids=[c.chunk_id for _, c in items],
+                embeddings=vectors.tolist(),
+                documents=[c.text for _, c in items],
+                metadatas=[chunk_metadata(p, c) for p, c in items],
+            )
+        except Exception as exc:
+            raise StoreError(f"cannot write to the index at {self.location}: {exc}") from exc
+
+    def update_metadata(self, items: Sequence[tuple[Paper, Chunk]]) -> None:
+        """Rewrite metadata only (e.g. new sources), without re-embedding."""
+        if items:
+            self.collection.update(
+                ids=[c.chunk_id for _, c in items],
+                metadatas=[chunk_metadata(p, c) for p, c in items],
+            )
+
+    def delete(self, ids: Iterable[str]) -> None:
+        """Delete chunks by id."""
+        ids = list(ids)
+        for start in range(0, len(ids), PAGE):
+            self.collection.delete(ids=ids[start : start + PAGE])
+
+    def query(
+        self, vector: np.ndarray, n: int, where: dict[str, Any] | None = None
+    ) -> list[tuple[str, float]]:
+        """Return (chunk id, cosine similarity) of the n nearest chunks."""
+        n = min(n, self.count())
+        if n <= 0:
+            return []
+        result = self.collection.query(
+            query_embeddings=[vector.tolist()], n_results=n, where=where, include=["distances"]
+        )
+        ids = result["ids"][0]
+        distances = (result["distances"] or [[]])[0]
+        return [(cid, 1.0 - float(d)) for cid, d in zip(ids, distances, strict=True)]
+
+    def similarities(self, vector: np.ndarray, ids: list[str]) -> list[float]:
+        """Cosine similarity of the query to the given chunks (vectors are unit length)."""
+        if not ids:
+            return []
+        got = self.collection.get(ids=ids, include=["embeddings"])
+        matrix = np.asarray(got["embeddings"], dtype=np.float32)
+        return [float(x) for x in matrix @ vector]
+
+
+def _client(settings: Settings) -> Any:
+    import chromadb
+    from chromadb.config import Settings as ChromaSettings
+
+    chroma_settings = ChromaSettings(anonymized_telemetry=False)
+    if settings.chroma_url:
+        url = urlparse(settings.chroma_url)
+        try:
+            client = chromadb.HttpClient(
+                host=url.hostname or "127.0.0.1",
+                port=url.port or 8000,
+                ssl=url.scheme == "https",
+                settings=chroma_settings,
+            )
+            client.heartbeat()
+        except Exception as exc:
+            raise StoreError(
+                f"cannot reach the Chroma server at {settings.chroma_url}: {exc}"
+            ) from None
+        return client
+    path = Path(settings.index_dir)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        return chromadb.PersistentClient(path=str(path), settings=chroma_settings)
+    except Exception as exc:
+        raise StoreError(f"cannot open the index folder {path}: {exc}") from None
+
+
+def _build_catalog(rows: list[tuple[str, str, dict[str, Any]]]) -> Catalog:
+    by_paper: dict[str, list[tuple[str, str, dict[str, Any]]]] = {}
+    for row in rows:
+        by_paper.setdefault(row[2]["paper_id"], []).append(row)
+    catalog = Catalog()
+    for paper_id, chunks in by_paper.items():
+        chunks.sort(key=lambda r: r[2]["index"])
+        head = chunks[0][2]
+        live = [
+            r
+            for r in chunks
+            if r[2]["content_hash"] == head["content_hash"] and r[2]["index"] < head["n_chunks"]
+        ]
+        catalog.stale_ids.extend(r[0] for r in chunks if r not in live)
+        abstract = stitch([(m["char_start"], m["char_end"], doc) for _, doc, m in live])
+        paper = paper_from_metadata(head, abstract)
+        catalog.papers[paper_id] = StoredPaper(
+            paper, head["content_hash"], [r[0] for r in live], head["n_chunks"]
+        )
+        title = head.get("title")
+        for cid, doc, _ in live:
+            catalog.ids.append(cid)
+            catalog.texts.append(f"{title}. {doc}" if title else doc)
+            catalog.paper_of.append(paper_id)
+    return catalog

@@ -1,0 +1,241 @@
+"""Files -> papers -> chunks -> embeddings in the store, incrementally and resumably.
+
+The diff against the catalog decides each paper's fate: new or changed papers are chunked
+and embedded; unchanged ones cost nothing (a re-ingest embeds 0 chunks); a paper whose
+only change is a new source gets a metadata update. A paper with missing chunks (a killed
+ingest) is redone. One ingest at a time per index: a lock file makes a second one stop
+with a clear message instead of interleaving writes.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from rag.chunk import Chunker
+from rag.config import Settings
+from rag.embed import Embedder
+from rag.index import Catalog, Store, embedded_text
+from rag.load import expand_paths, read_records
+from rag.papers import FieldMap, dedupe, paper_from_record
+from rag.types import Chunk, IngestSummary, Paper, Skip
+
+Progress = Callable[[int, int], None]  # (chunks embedded so far, chunks to embed)
+BATCH_CHUNKS = 256  # chunks per embed+upsert round: ~100 KB of text, ~1 s on 2 cores
+
+
+class IngestLocked(RuntimeError):
+    """Another ingest holds the index lock."""
+
+
+@contextmanager
+def ingest_lock(settings: Settings) -> Iterator[None]:
+    """Hold an exclusive lock on the index folder for the duration of an ingest."""
+    folder = Path(settings.index_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    handle = open(folder / ".ingest.lock", "a+")  # noqa: SIM115 - held for the block
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "another process"
+        handle.close()
+        raise IngestLocked(
+            f"another ingest is running on {folder} ({holder}); wait for it to finish"
+        ) from None
+    handle.truncate(0)
+    handle.write(f"pid {os.getpid()}")
+    handle.flush()
+    try:
+        yield
+    finally:
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        handle.close()
+
+
+def read_papers(
+    paths: Iterable[Path], fields: FieldMap, summary: IngestSummary
+) -> Iterator[Paper | Skip]:
+    """Read every file into deduplicated papers; count files and records as they pass."""
+
+    def records() -> Iterator[Paper | Skip]:
+        for path in paths:
+            summary.files += 1
+            for record in read_records(path):
+                if isinstance(record, Skip):
+                    yield record
+                    continue
+                summary.records += 1
+                yield paper_from_record(record, fields)
+
+    merged: list[int] = []
+    yield from dedupe(records(), merged)
+    summary.duplicates_merged = len(merged)
+
+
+def ingest(
+    paths: Iterable[str | Path],
+    store: Store,
+    embedder: Embedder,
+    settings: Settings,
+    fields: FieldMap | None = None,
+    prune: bool = False,
+    progress: Progress | None = None,
+) -> IngestSummary:
+    """Bring the store in step with the given files; return what changed."""
+    started = time.perf_counter()
+    summary = IngestSummary()
+    files = expand_paths(paths)
+    with ingest_lock(settings):
+        catalog = store.load_catalog()
+        plan = _Plan(catalog, summary)
+        for item in read_papers(files, fields or FieldMap(), summary):
+            if isinstance(item, Skip):
+                summary.skipped.append(item)
+            else:
+                plan.add(item)
+        if prune:
+            plan.prune({str(f) for f in files})
+        _apply(
+            plan,
+            store,
+            embedder,
+            Chunker(settings.chunk_tokens, settings.chunk_overlap),
+            summary,
+            progress,
+        )
+        final = store.load_catalog()
+    summary.total_papers = len(final.papers)
+    summary.total_chunks = final.n_chunks
+    summary.seconds = round(time.perf_counter() - started, 3)
+    return summary
+
+
+class _Plan:
+    """What to do with each incoming paper, decided against the catalog."""
+
+    def __init__(self, catalog: Catalog, summary: IngestSummary) -> None:
+        self.catalog = catalog
+        self.summary = summary
+        self.by_hash = {sp.content_hash: pid for pid, sp in catalog.papers.items()}
+        self.embed: list[Paper] = []
+        self.relabel: list[Paper] = []
+        self.delete: list[str] = list(catalog.stale_ids)
+        self.seen: set[str] = set()
+
+    def add(self, paper: Paper) -> None:
+        # The same abstract stored under another id (e.g. first seen without an external
+        # id) keeps its stored id: ids stay stable across re-ingest.
+        pid = (
+            paper.paper_id
+            if paper.paper_id in self.catalog.papers
+            else self.by_hash.get(paper.content_hash, paper.paper_id)
+        )
+        paper.paper_id = pid
+        self.seen.add(pid)
+        stored = self.catalog.papers.get(pid)
+        if stored is None:
+            self.summary.papers_new += 1
+            self.embed.append(paper)
+            return
+        paper.sources = _union(stored.paper.sources, paper.sources)
+        if stored.content_hash != paper.content_hash:
+            self.summary.papers_updated += 1
+            self.embed.append(paper)
+            self.delete.extend(stored.chunk_ids)  # new ids overwrite; leftovers go
+        elif not stored.complete:
+            self.summary.papers_new += 1  # redo a paper a killed ingest left half-written
+            self.embed.append(paper)
+        else:
+            self.summary.papers_unchanged += 1
+            if _visible_fields(paper) != _visible_fields(stored.paper):
+                self.relabel.append(paper)
+
+    def prune(self, files: set[str]) -> None:
+        """Drop sources in the ingested files that no longer hold the paper, or whose file
+        is gone; delete papers left with no source."""
+        for pid, stored in self.catalog.papers.items():
+            if pid in self.seen:
+                continue
+            kept = [
+                s
+                for s in stored.paper.sources
+                if s.rpartition(":")[0] not in files and Path(s.rpartition(":")[0]).exists()
+            ]
+            if kept == stored.paper.sources:
+                continue
+            if kept:
+                stored.paper.sources = kept
+                self.relabel.append(stored.paper)
+            else:
+                self.summary.papers_pruned += 1
+                self.delete.extend(stored.chunk_ids)
+
+
+def _union(old: list[str], new: list[str]) -> list[str]:
+    return list(dict.fromkeys([*old, *new]))
+
+
+def _visible_fields(paper: Paper) -> tuple[object, ...]:
+    return (
+        paper.sources,
+        paper.label,
+        paper.venue,
+        paper.year,
+        paper.status,
+        paper.area,
+        paper.keywords,
+        paper.authors,
+        paper.site,
+        paper.tldr,
+    )
+
+
+def _apply(
+    plan: _Plan,
+    store: Store,
+    embedder: Embedder,
+    chunker: Chunker,
+    summary: IngestSummary,
+    progress: Progress | None,
+) -> None:
+    """Embed and write in batches of whole papers; then metadata updates and deletions."""
+    work = [(p, chunker.split(p)) for p in plan.embed]
+    total = sum(len(chunks) for _, chunks in work)
+    keep = {c.chunk_id for _, chunks in work for c in chunks}
+    batch: list[tuple[Paper, Chunk]] = []
+    for paper, chunks in work:
+        batch.extend((paper, c) for c in chunks)
+        if len(batch) >= BATCH_CHUNKS:
+            _write(batch, store, embedder, summary, progress, total)
+            batch = []
+    _write(batch, store, embedder, summary, progress, total)
+    for paper in plan.relabel:
+        stored_ids = set(plan.catalog.papers[paper.paper_id].chunk_ids)
+        store.update_metadata(
+            [(paper, c) for c in chunker.split(paper) if c.chunk_id in stored_ids]
+        )
+    stale = [cid for cid in plan.delete if cid not in keep]
+    store.delete(stale)
+    summary.chunks_deleted = len(stale)
+
+
+def _write(
+    batch: list[tuple[Paper, Chunk]],
+    store: Store,
+    embedder: Embedder,
+    summary: IngestSummary,
+    progress: Progress | None,
+    total: int,
+) -> None:
+    if not batch:
+        return
+    vectors = embedder.embed([embedded_text(p, c) for p, c in batch])
+    store.write(batch, vectors)
+    summary.chunks_embedded += len(batch)
+    if progress:
+        progress(summary.chunks_embedded, total)

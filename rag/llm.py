@@ -1,0 +1,179 @@
+"""The OpenAI-compatible chat client: the one seam tests replace (with a real HTTP server).
+
+Works with OpenAI, vLLM, Ollama and llama.cpp's server through the `openai` package.
+Faults are bounded: connection errors, timeouts, 429 and 5xx are retried with
+exponential backoff (honouring Retry-After), 4xx like 401 are not, and the whole attempt,
+retries and streaming included, lives under one deadline. A watchdog closes a stream that
+stalls past the deadline, so a hung endpoint never holds a question longer than that.
+The API key is never put into an error message or log line.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import openai
+
+from rag.config import Settings
+
+OnToken = Callable[[str], None]
+
+
+class LLMError(RuntimeError):
+    """The endpoint did not produce an answer; `retryable` says if trying again could help."""
+
+    def __init__(
+        self, message: str, retryable: bool = False, retry_after: float | None = None
+    ) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+        self.retry_after = retry_after  # seconds the server asked us to wait (429)
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """A finished completion."""
+
+    text: str
+    attempts: int
+
+
+class ChatClient:
+    """Chat completions with retries, one deadline, and optional token streaming."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        key = settings.api_key.get_secret_value() if settings.api_key else "not-needed"
+        self.client = openai.OpenAI(
+            base_url=settings.base_url,
+            api_key=key,
+            max_retries=0,
+            timeout=httpx.Timeout(
+                settings.llm_deadline_s, connect=min(5.0, settings.llm_deadline_s)
+            ),
+        )
+
+    def complete(
+        self,
+        messages: list[dict[str, str]],
+        on_token: OnToken | None = None,
+        deadline_s: float | None = None,
+        max_tokens: int | None = None,
+    ) -> Reply:
+        """Return the model's reply, streaming tokens to `on_token` when given."""
+        deadline = time.monotonic() + (deadline_s or self.settings.llm_deadline_s)
+        attempts = 0
+        while True:
+            attempts += 1
+            remaining = deadline - time.monotonic()
+            if remaining <= 0.05:
+                raise LLMError("endpoint deadline passed", retryable=False)
+            try:
+                text = self._once(messages, on_token, remaining, max_tokens)
+            except LLMError as exc:
+                delay = exc.retry_after or self.settings.llm_backoff_s * 2 ** (attempts - 1)
+                out_of_time = time.monotonic() + delay >= deadline
+                if not exc.retryable or attempts > self.settings.llm_retries or out_of_time:
+                    raise LLMError(f"{exc} (after {attempts} attempt(s))", exc.retryable) from None
+                time.sleep(delay)
+                continue
+            return Reply(text, attempts)
+
+    def _once(
+        self,
+        messages: list[dict[str, str]],
+        on_token: OnToken | None,
+        remaining: float,
+        max_tokens: int | None,
+    ) -> str:
+        request: dict[str, Any] = dict(
+            model=self.settings.llm_model,
+            messages=messages,
+            temperature=self.settings.temperature,
+            max_tokens=max_tokens or self.settings.max_answer_tokens,
+            timeout=httpx.Timeout(remaining, connect=min(5.0, remaining)),
+        )
+        try:
+            if on_token is None:
+                response = self.client.chat.completions.create(**request)
+                return _message_text(response)
+            return self._stream(request, on_token, remaining)
+        except openai.APIStatusError as exc:
+            raise _status_error(exc) from None
+        except openai.APITimeoutError:
+            raise LLMError("endpoint timed out", retryable=True) from None
+        except openai.APIConnectionError as exc:
+            raise LLMError(f"cannot reach endpoint: {_cause(exc)}", retryable=True) from None
+        except (openai.APIError, ValueError, KeyError, IndexError, TypeError) as exc:
+            raise LLMError(
+                f"malformed reply from endpoint: {type(exc).__name__}", retryable=True
+            ) from None
+        except httpx.HTTPError as exc:
+            raise LLMError(f"stream interrupted: {type(exc).__name__}", retryable=True) from None
+
+    def _stream(self, request: dict[str, Any], on_token: OnToken, remaining: float) -> str:
+        stream = self.client.chat.completions.create(stream=True, **request)
+        expired = threading.Event()
+
+        def close() -> None:
+            expired.set()
+            stream.response.close()  # unblocks the reading thread with an error
+
+        watchdog = threading.Timer(remaining, close)
+        watchdog.daemon = True
+        watchdog.start()
+        parts: list[str] = []
+        try:
+            for event in stream:
+                if not event.choices:
+                    continue
+                delta = event.choices[0].delta.content or ""
+                if delta:
+                    parts.append(delta)
+                    on_token(delta)
+        except Exception:
+            if expired.is_set():
+                raise LLMError("endpoint stalled past the deadline", retryable=False) from None
+            raise
+        finally:
+            watchdog.cancel()
+        if expired.is_set():
+            raise LLMError("endpoint stalled past the deadline", retryable=False)
+        return "".join(parts)
+
+    def health(self, timeout_s: float = 3.0) -> tuple[bool, str]:
+        """Check the endpoint with a cheap models listing: (ok, short description)."""
+        try:
+            models = self.client.with_options(timeout=timeout_s).models.list()
+            names = [m.id for m in models.data][:3]
+            return True, f"reachable ({', '.join(names) or 'no models listed'})"
+        except openai.APIStatusError as exc:
+            return False, str(_status_error(exc))
+        except Exception as exc:
+            return False, f"unreachable ({type(exc).__name__})"
+
+
+def _message_text(response: Any) -> str:
+    if isinstance(response, str):  # some servers answer 200 with a bare string
+        raise ValueError("reply is not a chat completion")
+    return response.choices[0].message.content or ""
+
+
+def _status_error(exc: openai.APIStatusError) -> LLMError:
+    status = exc.status_code
+    header = exc.response.headers.get("retry-after") if exc.response is not None else None
+    retry_after = None
+    if header and header.strip().replace(".", "", 1).isdigit():
+        retry_after = min(float(header), 30.0)
+    retryable = status == 429 or status >= 500
+    return LLMError(f"endpoint answered HTTP {status}", retryable, retry_after)
+
+
+def _cause(exc: Exception) -> str:
+    cause = exc.__cause__ or exc.__context__
+    return type(cause).__name__ if cause else "connection error"

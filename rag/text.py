@@ -1,0 +1,63 @@
+"""Small text helpers shared by the answerers and the citation checker.
+
+Sentence splitting is deliberately simple (abstracts are well-formed prose): split after
+., ! or ? followed by a space and a capital, digit or $, except after common
+abbreviations ("e.g.", "et al.", "Fig."). Content words are lower-cased, stemmed
+(Snowball, as BM25 uses) and stripped of English stop words.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+import Stemmer
+
+_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9$\\(\[*\"“])")
+_ABBREV = re.compile(r"(?:\b(?:e\.g|i\.e|et al|etc|vs|Fig|Eq|cf|resp|approx|w\.r\.t)\.|\b[A-Z]\.)$")
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9\-]*|\d+(?:\.\d+)?")
+STOP = frozenset(
+    """a an and are as at be by can do does did for from has have how i in into is it its
+    of on or our paper papers show shows that the their them these they this those to was
+    we were what which while who whom why will with work works study studies approach
+    method methods propose proposes proposed any there about find found use used using
+    such than then so not no also both each other between more most over under via
+    been being would could should may might me my you your where when all some one two
+    new existing based""".split()
+)
+
+
+@lru_cache(maxsize=1)
+def _stemmer() -> Stemmer.Stemmer:
+    return Stemmer.Stemmer("english")
+
+
+def split_sentences(text: str) -> list[str]:
+    """'We do X. It works, e.g. on Y. Done.' -> ['We do X.', 'It works, e.g. on Y.', 'Done.']"""
+    pieces = _SPLIT.split(text.strip())
+    sentences: list[str] = []
+    for piece in pieces:
+        if sentences and _ABBREV.search(sentences[-1]):
+            sentences[-1] = f"{sentences[-1]} {piece}"
+        else:
+            sentences.append(piece)
+    return [s for s in sentences if s]
+
+
+@lru_cache(maxsize=8192)
+def content_words(text: str) -> frozenset[str]:
+    """Stemmed content words: 'Speculative decoding for LLMs' -> {specul, decod, llm}."""
+    raw = _WORD.findall(text)
+    words = [
+        (w[:-1] if len(w) > 2 and w.endswith("s") and w[:-1].isupper() else w).lower() for w in raw
+    ]
+    kept = [w for w in words if w not in STOP and len(w) > 1]
+    return frozenset(_stemmer().stemWords(kept))
+
+
+def overlap(query: str, text: str) -> float:
+    """Share of the query's content words that occur in the text (0..1)."""
+    q = content_words(query)
+    if not q:
+        return 0.0
+    return len(q & content_words(text)) / len(q)

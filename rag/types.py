@@ -1,0 +1,157 @@
+"""Typed records passed between the stages: files -> papers -> chunks -> hits -> answers.
+
+Framework objects (llama-index nodes, Chroma results, OpenAI responses) never leave the
+module that owns them; everything crossing a stage boundary is one of these records.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+_SPACE = re.compile(r"\s+")
+
+
+def normalise_text(text: str) -> str:
+    """Collapse whitespace and case-fold: the key under which abstracts are deduplicated."""
+    return _SPACE.sub(" ", text).strip().casefold()
+
+
+def content_hash(text: str) -> str:
+    """Return a short stable hash of the normalised text ('We study X.' -> '3f1a...')."""
+    return hashlib.sha1(normalise_text(text).encode("utf-8")).hexdigest()[:16]
+
+
+@dataclass(frozen=True, slots=True)
+class Skip:
+    """A record (or whole file) that was not ingested, and why."""
+
+    file: str
+    position: int  # 1-based line (text, JSONL, CSV) or array index + 1 (JSON); 0 = whole file
+    reason: str
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.position}" if self.position else self.file
+        return f"{where}: {self.reason}"
+
+
+@dataclass(slots=True)
+class Paper:
+    """One abstract with whatever metadata its source gave."""
+
+    paper_id: str
+    abstract: str
+    title: str | None = None  # a real title from the source, never invented
+    label: str = ""  # display label: the title, else one derived from the abstract
+    venue: str | None = None
+    year: int | None = None
+    status: str | None = None
+    area: str | None = None
+    keywords: tuple[str, ...] = ()
+    authors: tuple[str, ...] = ()
+    site: str | None = None
+    tldr: str | None = None
+    sources: list[str] = field(default_factory=list)  # "path:position", every place it was seen
+
+    @property
+    def content_hash(self) -> str:
+        """Hash of the normalised abstract (and title): changes when the record changes."""
+        return content_hash(f"{self.title or ''}\n{self.abstract}")
+
+    @property
+    def label_is_derived(self) -> bool:
+        """Tell whether `label` was derived from the abstract rather than a real title."""
+        return not self.title
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """A token-bounded piece of one abstract, with its place in it."""
+
+    chunk_id: str  # "<paper_id>#<index>"
+    paper_id: str
+    index: int
+    n_chunks: int
+    text: str  # the abstract's own text: shown as evidence
+    char_start: int
+    char_end: int
+    n_tokens: int
+
+
+@dataclass(slots=True)
+class Hit:
+    """A paper found by retrieval, with the chunks that matched."""
+
+    paper: Paper
+    score: float  # fused score (higher is better)
+    dense_similarity: float | None = None  # best cosine similarity of its chunks, if dense ran
+    bm25_score: float | None = None
+    chunk_indexes: list[int] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Source:
+    """A numbered source as shown to the answerer and the user: `[n]` cites `sources[n-1]`."""
+
+    n: int
+    paper_id: str
+    title: str  # the real title, or the derived label (see `title_is_derived`)
+    title_is_derived: bool
+    source: str  # where the abstract came from ("000_xxx.txt:3"); all places in `all_sources`
+    score: float
+    text: str  # the evidence text given to the answerer (the abstract's own words)
+    venue: str | None = None
+    year: int | None = None
+    site: str | None = None
+    all_sources: list[str] = field(default_factory=list)
+    cited: bool = False
+    highlights: list[str] = field(default_factory=list)  # sentences that support the answer
+
+
+@dataclass(slots=True)
+class Answer:
+    """What `rag ask --json` prints, and what the UI and eval consume."""
+
+    question: str
+    answer: str
+    abstained: bool
+    citations: list[int]
+    sources: list[Source]
+    mode: str  # "llm" | "extractive"
+    notices: list[str] = field(default_factory=list)
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    query: str = ""  # the standalone query actually retrieved (differs for follow-ups)
+    flagged: list[str] = field(default_factory=list)  # answer sentences the checker doubts
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the JSON-ready form (the `--json` contract)."""
+        return asdict(self)
+
+
+@dataclass(slots=True)
+class IngestSummary:
+    """What `rag ingest --json` prints."""
+
+    files: int = 0
+    records: int = 0
+    papers_new: int = 0
+    papers_updated: int = 0
+    papers_unchanged: int = 0
+    papers_pruned: int = 0
+    duplicates_merged: int = 0
+    chunks_embedded: int = 0
+    chunks_deleted: int = 0
+    skipped: list[Skip] = field(default_factory=list)
+    seconds: float = 0.0
+    total_papers: int = 0
+    total_chunks: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the JSON-ready form (the `--json` contract)."""
+        data = asdict(self)
+        data["skipped"] = [
+            {"file": s.file, "position": s.position, "reason": s.reason} for s in self.skipped
+        ]
+        return data
