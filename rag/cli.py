@@ -331,5 +331,45 @@ def stats_cmd(ctx: click.Context, as_json: bool) -> None:
             click.echo(f"{key}: {value}")
 
 
+@main.command("app")
+@click.option("--port", type=int, default=8501, show_default=True)
+@click.option("--host", default="127.0.0.1", show_default=True)
+def app_cmd(port: int, host: str) -> None:
+    """Open the Streamlit chat app (builds the bundled index on first start)."""
+    import subprocess
+    from pathlib import Path
+
+    import ui
+
+    app = Path(ui.__file__).parent / "app.py"
+    command = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(app),
+        "--server.port",
+        str(port),
+        "--server.address",
+        host,
+        "--browser.gatherUsageStats",
+        "false",
+    ]
+    raise SystemExit(subprocess.call(command))
+
+
+def _register_eval() -> None:
+    """Add `rag eval` from the eval package (kept beside rag/, with its question sets)."""
+    try:
+        from eval.cli import eval_group
+    except ModuleNotFoundError as exc:  # eval not installed: the core CLI still works
+        if exc.name in ("eval", "eval.cli"):
+            return
+        raise
+    main.add_command(eval_group, "eval")
+
+
+_register_eval()
+
 if __name__ == "__main__":
     main()

@@ -1,0 +1,66 @@
+"""Shared fixtures: isolated settings, one embedding model per session, a seeded index.
+
+Tests never read the developer's `.env` or environment (`_env_file=None`, RAG_/OPENAI_
+variables cleared), and every index lives in a temporary folder.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rag.assistant import Assistant
+from rag.config import BUNDLED_CORPUS, Settings
+from rag.embed import LocalEmbedder
+
+FIXTURES = Path(__file__).parent / "fixtures"
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in list(os.environ):
+        if name.startswith(("RAG_", "OPENAI_")):
+            monkeypatch.delenv(name)
+
+
+def make_settings(index_dir: Path, **overrides: Any) -> Settings:
+    """Settings for a test: a temporary index, no .env, no endpoint unless given."""
+    return Settings(_env_file=None, index_dir=index_dir, **overrides)  # type: ignore[call-arg]
+
+
+@pytest.fixture
+def settings_factory(tmp_path: Path) -> Callable[..., Settings]:
+    """Build settings on a fresh temporary index folder."""
+    return lambda **overrides: make_settings(tmp_path / "index", **overrides)
+
+
+@pytest.fixture(scope="session")
+def embedder() -> LocalEmbedder:
+    """The bundled all-MiniLM-L6-v2, loaded once per test session."""
+    return LocalEmbedder("all-MiniLM-L6-v2", batch_size=64)
+
+
+@pytest.fixture(scope="session")
+def seeded_index(tmp_path_factory: pytest.TempPathFactory, embedder: LocalEmbedder) -> Path:
+    """An index folder holding the bundled ICLR 2026 seeds (built once per session)."""
+    folder = tmp_path_factory.mktemp("seeded") / "index"
+    assistant = Assistant(make_settings(folder), embedder)
+    assistant.ingest([BUNDLED_CORPUS])
+    return folder
+
+
+@pytest.fixture
+def seeded(seeded_index: Path, embedder: LocalEmbedder) -> Iterator[Assistant]:
+    """An extractive assistant over the seeded index (do not ingest into it)."""
+    yield Assistant(make_settings(seeded_index), embedder)
+
+
+@pytest.fixture
+def assistant_factory(seeded_index: Path, embedder: LocalEmbedder) -> Callable[..., Assistant]:
+    """Assistants over the seeded index with extra settings (e.g. an endpoint URL)."""
+    return lambda **overrides: Assistant(make_settings(seeded_index, **overrides), embedder)
