@@ -117,6 +117,7 @@ def _pair(text: str) -> tuple[str, str]:
 
 @contextmanager
 def _progress_bar(label: str) -> Iterator[Callable[[int, int], None]]:
+    """A tqdm bar on a terminal; one line per batch otherwise (logs, CI, pipes)."""
     from tqdm import tqdm
 
     bar: Any = None
@@ -125,6 +126,8 @@ def _progress_bar(label: str) -> Iterator[Callable[[int, int], None]]:
         nonlocal bar
         if bar is None:
             bar = tqdm(total=total, desc=label, unit="chunk", file=sys.stderr, disable=None)
+        if bar.disable:
+            click.echo(f"{label}: {done}/{total}", err=True)
         bar.n = done
         bar.refresh()
 

@@ -207,6 +207,8 @@ def _apply(
     work = [(p, chunker.split(p)) for p in plan.embed]
     total = sum(len(chunks) for _, chunks in work)
     keep = {c.chunk_id for _, chunks in work for c in chunks}
+    if progress and total:
+        progress(0, total)
     batch: list[tuple[Paper, Chunk]] = []
     for paper, chunks in work:
         batch.extend((paper, c) for c in chunks)

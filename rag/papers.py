@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from rag.load import Record
+from rag.load import Record, venue_year
 from rag.types import Paper, Skip, content_hash
 
 # Field names tried in order, per paper attribute; `--field abstract=summary` puts a
@@ -93,13 +93,19 @@ def paper_from_record(record: Record, fields: FieldMap) -> Paper | Skip:
     if len(abstract.split()) < MIN_ABSTRACT_WORDS:
         return Skip(record.file, record.position, f"placeholder abstract: {abstract[:40]!r}")
     title = _optional_text(fields.get(data, "title"))
+    venue_text = _optional_text(fields.get(data, "venue"))  # "ICLR 2026 Poster"
+    venue, venue_year_ = venue_year(venue_text) if venue_text else (None, None)
+    external = fields.get(data, "id")
+    openreview = "openreview.net" in str(fields.get(data, "site") or "") or (
+        external is not None and data.get("forum") == external
+    )
     paper = Paper(
-        paper_id=_paper_id(fields.get(data, "id"), fields.get(data, "site"), record, abstract),
+        paper_id=_paper_id(external, openreview, record, abstract),
         abstract=abstract,
         title=title,
         label=title or derive_label(abstract),
-        venue=_optional_text(fields.get(data, "venue")) or record.venue,
-        year=_year(fields.get(data, "year")) or record.year,
+        venue=venue or venue_text or record.venue,
+        year=_year(fields.get(data, "year")) or venue_year_ or record.year,
         status=_optional_text(fields.get(data, "status")),
         area=_optional_text(fields.get(data, "area")),
         keywords=split_list(fields.get(data, "keywords") or ""),
@@ -122,11 +128,14 @@ def _year(value: Any) -> int | None:
     return int(match.group(0)) if match else None
 
 
-def _paper_id(external: Any, site: Any, record: Record, abstract: str) -> str:
+def _paper_id(external: Any, openreview: bool, record: Record, abstract: str) -> str:
     if external is None or isinstance(external, dict | list) or not str(external).strip():
         return f"a-{content_hash(abstract)}"
     ext = clean_text(external).replace(" ", "_")
-    if "openreview.net" in str(site or "") and _OPENREVIEW_ID.match(ext):
+    # OpenReview ids ("B12Js_yRb") are global; bare numbers and hex hashes ("3768",
+    # "5cf0682208") repeat across venues, so they are namespaced by their file.
+    hex_or_number = re.fullmatch(r"[0-9a-f]+", ext) is not None
+    if _OPENREVIEW_ID.match(ext) and (openreview or not hex_or_number):
         return ext
     namespace = (record.collection or "").lower().replace(" ", "_") or "x"
     return f"{namespace}/{ext}"
@@ -143,10 +152,13 @@ _COMMON = {"LLM", "LLMs", "GPU", "GPUs", "NAS", "RL", "AI", "ML", "NLP", "CNN", 
 
 
 def _is_name(token: str) -> bool:
-    """'NeuCLIP', 'GN-IVO', 'BoRA' are names; 'Token-Importance', 'LLMs' are not."""
+    """'NeuCLIP', 'GN-IVO', 'FlashWidget' are names; 'Token-Importance', 'LLMs' are not."""
     letters = [c for c in token if c.isalpha()]
     upper = sum(c.isupper() for c in letters)
-    return upper >= 2 and upper / len(letters) >= 0.3 and token.strip("-+.") not in _COMMON
+    camel = re.search(r"[a-z][A-Z]", token) is not None  # "FlashWidget", "AutoEP"
+    return (
+        upper >= 2 and (camel or upper / len(letters) >= 0.3) and token.strip("-+.") not in _COMMON
+    )
 
 
 def derive_label(abstract: str) -> str:

@@ -1,0 +1,209 @@
+"""Ingest: incremental, in-place updates, prune, one writer at a time, crash-safe."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from rag.assistant import Assistant
+from rag.config import BUNDLED_CORPUS, Settings
+from rag.embed import LocalEmbedder
+from rag.index import Store, StoreError
+from rag.ingest import IngestLocked, ingest_lock
+
+from .conftest import FIXTURES
+
+SettingsFactory = Callable[..., Settings]
+
+
+def write_list(path: Path, abstracts: list[str], header: str = "ICLR 2026 Papers") -> Path:
+    path.write_text("\n\n".join([header, *abstracts]) + "\n", "utf-8")
+    return path
+
+
+A1 = (
+    "We propose WidgetNet, a convolutional model that recognises widgets in screenshots "
+    "and reaches 91% accuracy on a new benchmark of mobile interfaces."
+)
+A2 = (
+    "We study the convergence of gradient descent on two-layer networks with quadratic "
+    "activations and prove global convergence from small random initialisation."
+)
+A3 = (
+    "We introduce a retrieval benchmark of scientific abstracts with paraphrased questions "
+    "and show that hybrid lexical and dense retrieval beats either alone."
+)
+
+
+def test_reingest_embeds_nothing_and_changes_update_in_place(
+    tmp_path: Path, settings_factory: SettingsFactory, embedder: LocalEmbedder
+) -> None:
+    assistant = Assistant(settings_factory(), embedder)
+    corpus = write_list(tmp_path / "list.txt", [A1, A2])
+    first = assistant.ingest([corpus])
+    assert (first.papers_new, first.chunks_embedded, first.total_papers) == (
+        2,
+        first.total_chunks,
+        2,
+    )
+
+    again = assistant.ingest([corpus])
+    assert (again.papers_new, again.papers_unchanged, again.chunks_embedded) == (0, 2, 0)
+
+    # A JSON record with the same abstract and a real title updates nothing but metadata.
+    edited = A2.replace("small random", "tiny random")
+    write_list(corpus, [A1, edited])
+    changed = assistant.ingest([corpus])
+    assert changed.papers_new == 1  # an id-less abstract whose text changed is a new paper
+    assert assistant.stats()["papers"] == 3  # the old version stays until pruned
+
+    pruned = assistant.ingest([corpus], prune=True)
+    assert pruned.papers_pruned == 1 and pruned.chunks_embedded == 0
+    assert pruned.total_papers == 2
+    store = assistant.store
+    assert store.count() == pruned.total_chunks
+
+
+def test_external_ids_update_in_place_and_sources_accumulate(
+    tmp_path: Path, settings_factory: SettingsFactory, embedder: LocalEmbedder
+) -> None:
+    assistant = Assistant(settings_factory(), embedder)
+    record = {
+        "id": "WidGet1234",
+        "title": "Widgets",
+        "abstract": A1,
+        "site": "https://openreview.net/forum?id=WidGet1234",
+    }
+    path = tmp_path / "a.jsonl"
+    path.write_text(json.dumps(record) + "\n", "utf-8")
+    assistant.ingest([path])
+    record["abstract"] = A1 + " Code and data are released."
+    path.write_text(json.dumps(record) + "\n", "utf-8")
+    updated = assistant.ingest([path])
+    assert (updated.papers_updated, updated.papers_new, updated.total_papers) == (1, 0, 1)
+    [stored] = assistant.retriever.catalog.papers.values()
+    assert stored.paper.abstract.endswith("Code and data are released.")
+
+    # The same abstract in a second file is stored once and remembers both places.
+    copy = tmp_path / "b.jsonl"
+    copy.write_text(json.dumps(record) + "\n", "utf-8")
+    both = assistant.ingest([copy])
+    assert (both.papers_unchanged, both.chunks_embedded) == (1, 0)
+    [stored] = assistant.retriever.catalog.papers.values()
+    assert [s.split(":")[0] for s in stored.paper.sources] == [str(path), str(copy)]
+
+
+def test_bad_records_are_reported_and_good_ones_kept(
+    settings_factory: SettingsFactory, embedder: LocalEmbedder
+) -> None:
+    assistant = Assistant(settings_factory(), embedder)
+    summary = assistant.ingest([FIXTURES / "copilot.json", FIXTURES / "records.csv"])
+    assert summary.papers_new == 4
+    assert {(Path(s.file).name, s.position) for s in summary.skipped} == {
+        ("copilot.json", 2),
+        ("copilot.json", 3),
+        ("copilot.json", 4),
+        ("copilot.json", 5),
+        ("records.csv", 3),
+    }
+    data = summary.to_dict()
+    assert set(data["skipped"][0]) == {"file", "position", "reason"}
+
+
+def test_second_ingest_is_locked_out(settings_factory: SettingsFactory) -> None:
+    settings = settings_factory()
+    with ingest_lock(settings), pytest.raises(IngestLocked, match="another ingest"):
+        with ingest_lock(settings):
+            pass
+    with ingest_lock(settings):  # released after use
+        pass
+
+
+def test_opening_with_another_embedding_model_is_an_error(
+    settings_factory: SettingsFactory,
+) -> None:
+    settings = settings_factory()
+    Store(settings, "local:all-MiniLM-L6-v2")
+    with pytest.raises(StoreError, match="built with 'local:all-MiniLM-L6-v2'"):
+        Store(settings, "api:text-embedding-3-small")
+
+
+def synthetic_corpus(path: Path, n: int, seed: int = 7) -> Path:
+    """n distinct abstracts made by shuffling the seed sentences."""
+    rng = random.Random(seed)
+    lines = [
+        ln
+        for f in sorted(BUNDLED_CORPUS.glob("*.txt"))
+        for ln in f.read_text("utf-8").splitlines()[1:]
+        if ln.strip()
+    ]
+    sentences = [s for ln in lines for s in re.split(r"(?<=\.)\s+", ln) if len(s) > 40]
+    abstracts = [" ".join(rng.sample(sentences, 5)) + f" Variant {i}." for i in range(n)]
+    return write_list(path, abstracts)
+
+
+def _ingest_process(index: Path, corpus: Path) -> subprocess.Popen[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAG_", "OPENAI_"))}
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "rag.cli",
+            "--index-dir",
+            str(index),
+            "ingest",
+            str(corpus),
+            "--json",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=index.parent,
+    )
+
+
+@pytest.mark.slow
+def test_killed_ingest_leaves_a_consistent_index_that_a_rerun_completes(
+    tmp_path: Path, embedder: LocalEmbedder
+) -> None:
+    corpus = synthetic_corpus(tmp_path / "synthetic.txt", 300)
+    index = tmp_path / "index"
+    settings = Settings(_env_file=None, index_dir=index)  # type: ignore[call-arg]
+    rng = random.Random(11)
+    partial_counts = []
+    for _ in range(3):
+        proc = _ingest_process(index, corpus)
+        assert proc.stderr is not None
+        for line in proc.stderr:  # wait until the first batch is written
+            if re.search(r": [1-9]\d*/\d+", line):
+                break
+        time.sleep(rng.uniform(0.0, 1.5))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        store = Store(settings, embedder.name)
+        catalog = store.load_catalog()
+        assert store.count() == catalog.n_chunks + len(catalog.stale_ids)
+        assert len(set(catalog.ids)) == len(catalog.ids)
+        partial_counts.append(len(catalog.papers))
+    final = _ingest_process(index, corpus)
+    out, err = final.communicate(timeout=600)
+    assert final.returncode == 0, err
+    summary = json.loads(out)
+    assert summary["total_papers"] == 300
+    store = Store(settings, embedder.name)
+    catalog = store.load_catalog()
+    assert store.count() == catalog.n_chunks == summary["total_chunks"]
+    assert all(sp.complete for sp in catalog.papers.values())
+    assert len(set(catalog.ids)) == len(catalog.ids)
+    assert any(0 < n < 300 for n in partial_counts), partial_counts  # a kill landed mid-way
