@@ -122,9 +122,12 @@ def test_bad_records_are_reported_and_good_ones_kept(
 
 def test_second_ingest_is_locked_out(settings_factory: SettingsFactory) -> None:
     settings = settings_factory()
-    with ingest_lock(settings), pytest.raises(IngestLocked, match="another ingest"):
-        with ingest_lock(settings):
-            pass
+    with (
+        ingest_lock(settings),
+        pytest.raises(IngestLocked, match="another ingest"),
+        ingest_lock(settings),
+    ):
+        pass
     with ingest_lock(settings):  # released after use
         pass
 
