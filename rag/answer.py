@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +25,7 @@ from rag.llm import ChatClient, LLMError, OnToken
 from rag.text import overlap, split_sentences
 from rag.types import Answer, Hit, Source
 
+Coverage = Callable[[str, str], float]
 NOT_FOUND = f"The answer is {prompts.ABSTAIN_PHRASE}."
 RELATIVE_MARGIN = 0.12  # sources within this cosine of the best are answer candidates
 MAX_ANSWER_SOURCES = 4
@@ -34,6 +36,13 @@ _QUANTITY = re.compile(
 )
 _ASKS_AUTHORS = re.compile(r"\b(who (wrote|are the authors|authored)|authors?|affiliat\w+)\b", re.I)
 _ASKS_CODE = re.compile(r"\b(github|code (link|repository|url)|source code|repo(sitory)?)\b", re.I)
+# Sentences that say what a paper does or finds, as opposed to background.
+_CONTRIBUTION = re.compile(
+    r"\b(we (propose|introduce|present|develop|show|prove|demonstrate|derive|establish|design)"
+    r"|our (method|approach|algorithm|framework|results?|experiments?|analysis)"
+    r"|this (paper|work) (proposes|introduces|presents|shows)|achiev\w*|outperform\w*)\b",
+    re.I,
+)
 _URL = re.compile(r"https?://\S+")
 
 
@@ -62,16 +71,26 @@ def _short_source(source: str) -> str:
     return f"{Path(file).name}:{position}"
 
 
-def evidence_is_weak(question: str, hits: list[Hit], settings: Settings) -> bool:
-    """Abstain when the best paper is neither semantically close nor shares the key terms."""
+def evidence_is_weak(
+    question: str, hits: list[Hit], settings: Settings, coverage: Coverage = overlap
+) -> bool:
+    """Abstain when the best paper is neither close in meaning nor holds the key terms.
+
+    `coverage(question, text)` scores how much of what is asked the text contains
+    (IDF-weighted by the retriever, so rare terms like 'cryo-EM' decide).
+    """
     if not hits:
         return True
     best = hits[0]
     similarity = best.dense_similarity if best.dense_similarity is not None else 0.0
-    shared = overlap(question, f"{best.paper.label} {best.paper.abstract}")
-    if similarity < settings.abstain_min_similarity and shared < settings.abstain_min_overlap:
+    if similarity < settings.abstain_min_similarity:
         return True
-    return _asks_for_missing_detail(question, hits[0])
+    covered = coverage(question, f"{best.paper.label} {best.paper.abstract}")
+    if covered < settings.abstain_min_coverage and (
+        similarity < settings.abstain_confident_similarity
+    ):
+        return True
+    return _asks_for_missing_detail(question, best)
 
 
 def _asks_for_missing_detail(question: str, hit: Hit) -> bool:
@@ -92,11 +111,17 @@ class Answerer:
     """Turns retrieved papers into an Answer, by LLM when configured, else extractively."""
 
     def __init__(
-        self, settings: Settings, embedder: Embedder, client: ChatClient | None = None
+        self,
+        settings: Settings,
+        embedder: Embedder,
+        client: ChatClient | None = None,
+        coverage: Coverage = overlap,
     ) -> None:
         self.settings = settings
         self.embedder = embedder
         self.client = client
+        self.coverage = coverage
+        self._vectors: dict[str, np.ndarray] = {}
 
     def answer(
         self,
@@ -108,7 +133,7 @@ class Answerer:
         """Answer from the hits; `mode` overrides the settings (llm | extractive)."""
         mode = mode or self.settings.answer_mode
         sources = make_sources(hits)
-        if evidence_is_weak(question, hits, self.settings):
+        if evidence_is_weak(question, hits, self.settings, self.coverage):
             return abstention(question, sources, mode if self.client else "extractive")
         if mode == "llm" and self.client is not None:
             return self._llm(question, hits, on_token)
@@ -130,12 +155,8 @@ class Answerer:
         for source, sentences in picked:
             source.cited = True
             source.highlights = sentences
-            body = " ".join(sentences)
-            lines.append(
-                f"**{source.title}**: {body} [{source.n}]"
-                if not source.title_is_derived
-                else f"{body} [{source.n}]"
-            )
+            body = " ".join(f"{sentence} [{source.n}]" for sentence in sentences)
+            lines.append(body if source.title_is_derived else f"**{source.title}**: {body}")
         if len(lines) == 1:
             text = lines[0]
         else:
@@ -145,34 +166,41 @@ class Answerer:
     def _pick_sentences(
         self, question: str, sources: list[Source]
     ) -> list[tuple[Source, list[str]]]:
-        per_source = [split_sentences(s.text) for s in sources]
-        flat = [sent for sents in per_source for sent in sents]
-        if not flat:
-            return []
-        vectors = self.embedder.embed(flat)
+        """Per source, the sentence that best answers the question (plus, when that one
+        only sets the scene, the sentence saying what the paper does or finds)."""
         q = self.embedder.embed_query(question)
-        similarity = vectors @ q
         wants_number = bool(_QUANTITY.search(question))
         picked: list[tuple[Source, list[str]]] = []
-        offset = 0
-        for rank, (source, sentences) in enumerate(zip(sources, per_source, strict=True)):
-            scores = np.array(
-                [
-                    similarity[offset + j]
-                    + 0.3 * overlap(question, s)
-                    + (0.1 if wants_number and re.search(r"\d", s) else 0.0)
-                    for j, s in enumerate(sentences)
-                ]
-            )
-            offset += len(sentences)
-            if not len(scores):
+        for rank, source in enumerate(sources):
+            sentences = split_sentences(source.text)
+            if not sentences:
                 continue
-            order = np.argsort(-scores)
-            chosen = [int(order[0])]
-            if rank == 0 and len(order) > 1 and scores[order[1]] >= 0.85 * scores[order[0]]:
-                chosen.append(int(order[1]))
+            similarity = self._sentence_vectors(sentences) @ q
+            scores = [
+                float(similarity[j])
+                + 0.3 * overlap(question, sent)
+                + (0.1 if wants_number and re.search(r"\d", sent) else 0.0)
+                + (0.05 if _CONTRIBUTION.search(sent) else 0.0)
+                for j, sent in enumerate(sentences)
+            ]
+            order = sorted(range(len(sentences)), key=lambda j: -scores[j])
+            chosen = [order[0]]
+            finding = next((j for j in order if _CONTRIBUTION.search(sentences[j])), None)
+            if not _CONTRIBUTION.search(sentences[order[0]]) and finding is not None:
+                chosen.append(finding)
+            elif rank == 0 and len(order) > 1 and scores[order[1]] >= 0.85 * scores[order[0]]:
+                chosen.append(order[1])
             picked.append((source, [sentences[j] for j in sorted(chosen)]))
         return picked
+
+    def _sentence_vectors(self, sentences: list[str]) -> np.ndarray:
+        """Embed sentences, reusing vectors of sentences seen before (same abstracts recur)."""
+        missing = [s for s in dict.fromkeys(sentences) if s not in self._vectors]
+        if missing:
+            if len(self._vectors) > 20_000:
+                self._vectors.clear()
+            self._vectors.update(zip(missing, self.embedder.embed(missing), strict=True))
+        return np.stack([self._vectors[s] for s in sentences])
 
     # -- LLM -------------------------------------------------------------------------
 

@@ -37,7 +37,12 @@ class Assistant:
         self.store = Store(settings, self.embedder.name)
         self.retriever = Retriever(self.store, self.embedder, settings)
         self.client = ChatClient(settings) if settings.base_url else None
-        self.answerer = Answerer(settings, self.embedder, self.client)
+        self.answerer = Answerer(
+            settings,
+            self.embedder,
+            self.client,
+            coverage=lambda q, t: self.retriever.terms.coverage(q, t),
+        )
 
     # -- ingest ------------------------------------------------------------------
 

@@ -97,13 +97,17 @@ class Settings(BaseSettings):
     # --- abstention --------------------------------------------------------
     abstain_min_similarity: float = Field(
         0.30,
-        description="Abstain when the best chunk's cosine similarity to the question is below "
-        "this (all-MiniLM-L6-v2; calibrated on the eval set, see README).",
+        description="Always abstain when the best paper's cosine similarity to the question "
+        "is below this (all-MiniLM-L6-v2; calibrated on the eval set, see README).",
     )
-    abstain_min_overlap: float = Field(
-        0.34,
-        description="...unless at least this share of the question's content words appear in "
-        "the best source (exact-term evidence that dense similarity can miss).",
+    abstain_min_coverage: float = Field(
+        0.20,
+        description="Abstain when the best paper holds less than this IDF-weighted share of "
+        "the question's content words...",
+    )
+    abstain_confident_similarity: float = Field(
+        0.50,
+        description="...unless its cosine similarity reaches this (a close paraphrase).",
     )
 
     @property

@@ -9,9 +9,11 @@ the store changes (`refresh`), never per query.
 
 from __future__ import annotations
 
+import math
 import re
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +24,7 @@ import Stemmer
 from rag.config import Settings
 from rag.embed import Embedder
 from rag.index import Catalog, Store
+from rag.text import content_words
 from rag.types import Hit, Paper
 
 _ACRONYM_PLURAL = re.compile(r"\b([A-Z]{2,})s\b")  # "LLMs" -> "LLM", so it matches "LLM"
@@ -115,6 +118,30 @@ class BM25Index:
         return np.asarray(self.model.get_scores(known), dtype=np.float32)
 
 
+class TermStats:
+    """Document frequencies of stemmed content words over papers, for term weighting."""
+
+    def __init__(self, texts: list[str]) -> None:
+        self.n = len(texts)
+        self.df: Counter[str] = Counter(w for t in texts for w in content_words(t))
+
+    def idf(self, word: str) -> float:
+        """Inverse document frequency; unseen words weigh most: log((N+1)/0.5)."""
+        return math.log((self.n + 1) / (self.df.get(word, 0) + 0.5))
+
+    def coverage(self, question: str, text: str) -> float:
+        """IDF-weighted share of the question's content words found in the text (0..1).
+
+        'speculative decoding for KV caches' vs an abstract on speculative decoding: the
+        rare 'kv', 'cach' weigh most, so coverage stays low although two words match.
+        """
+        asked = content_words(question)
+        total = sum(self.idf(w) for w in asked)
+        if not total:
+            return 0.0
+        return sum(self.idf(w) for w in asked & content_words(text)) / total
+
+
 class Retriever:
     """Hybrid retrieval over one store; safe to share between threads."""
 
@@ -129,8 +156,11 @@ class Retriever:
         """Reload the catalog and rebuild BM25 (after an ingest)."""
         catalog = catalog or self.store.load_catalog()
         bm25 = BM25Index(catalog.texts)
+        terms = TermStats(
+            [f"{sp.paper.label} {sp.paper.abstract}" for sp in catalog.papers.values()]
+        )
         with self._lock:
-            self.catalog, self.bm25 = catalog, bm25
+            self.catalog, self.bm25, self.terms = catalog, bm25, terms
             self.rows = catalog.row_of()
 
     def search(

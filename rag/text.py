@@ -13,8 +13,9 @@ from functools import lru_cache
 
 import Stemmer
 
-_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9$\\(\[*\"“])")
-_ABBREV = re.compile(r"(?:\b(?:e\.g|i\.e|et al|etc|vs|Fig|Eq|cf|resp|approx|w\.r\.t)\.|\b[A-Z]\.)$")
+# After ., ! or ? (or after a citation that follows one: "... works. [2] Next").
+_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9$\\(*\"“])|(?<=\])\s+(?=[A-Z])")
+_ABBREV = re.compile(r"\b(?:e\.g|i\.e|et al|etc|vs|Fig|Eq|cf|resp|approx|w\.r\.t)\.$")
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9\-]*|\d+(?:\.\d+)?")
 STOP = frozenset(
     """a an and are as at be by can do does did for from has have how i in into is it its

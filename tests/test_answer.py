@@ -1,0 +1,171 @@
+"""Answers: extractive answers cite real sources; off-topic questions abstain; citations
+are checked; the `--json` contract holds; conversations carry context."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from rag.assistant import Assistant
+from rag.citations import check, cited_numbers, parse_group
+from rag.cli import answer_json, main
+from rag.text import split_sentences
+
+from .conftest import FIXTURES
+
+OFF_TOPIC = [
+    "What is the best recipe for sourdough bread?",
+    "Which paper predicts protein structures from cryo-EM density maps?",
+    "How do variational quantum circuits avoid barren plateaus?",
+    "Who won the football world cup in 2014?",
+]
+
+
+def test_extractive_answer_cites_every_claim_in_the_abstracts(seeded: Assistant) -> None:
+    answer = seeded.ask(
+        "How can gradient all-reduce communication be reduced in data-parallel training?",
+        mode="extractive",
+    )
+    assert not answer.abstained and answer.mode == "extractive"
+    assert answer.citations and cited_numbers(answer.answer) == answer.citations
+    by_n = {s.n: s for s in answer.sources}
+    assert [s.n for s in answer.sources] == list(range(1, len(answer.sources) + 1))
+    for n in answer.citations:
+        source = by_n[n]
+        assert source.cited and source.highlights
+        assert all(sentence in source.text for sentence in source.highlights)
+        assert all(sentence in answer.answer for sentence in source.highlights)
+    assert "DeMo" in answer.answer or "momentum" in answer.answer.lower()
+    assert check(answer.answer, {s.n: s.text for s in answer.sources}).unsupported == []
+
+
+def test_factual_question_surfaces_the_number(seeded: Assistant) -> None:
+    answer = seeded.ask(
+        "By how much does Group Tree Optimization increase acceptance length?", mode="extractive"
+    )
+    assert not answer.abstained
+    assert "%" in answer.answer or any(ch.isdigit() for ch in answer.answer)
+
+
+@pytest.mark.parametrize("question", OFF_TOPIC)
+def test_off_topic_questions_abstain_with_closest_papers(seeded: Assistant, question: str) -> None:
+    answer = seeded.ask(question)
+    assert answer.abstained and answer.citations == []
+    assert "not found in the indexed abstracts" in answer.answer
+    assert "Closest papers" in answer.answer and answer.sources
+
+
+def test_missing_details_abstain(seeded: Assistant) -> None:
+    answer = seeded.ask("Who are the authors of the paper on speculative decoding draft trees?")
+    assert answer.abstained  # the seeds carry no author names
+
+
+def test_speculative_decoding_question_via_cli_json(seeded: Assistant) -> None:
+    runner = CliRunner()
+    index = str(seeded.settings.index_dir)
+    result = runner.invoke(
+        main,
+        [
+            "--index-dir",
+            index,
+            "ask",
+            "--json",
+            "Which papers improve speculative decoding or speculative sampling?",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert list(data)[:8] == [
+        "question",
+        "answer",
+        "abstained",
+        "citations",
+        "sources",
+        "mode",
+        "notices",
+        "timings_ms",
+    ]
+    assert data["mode"] == "extractive" and not data["abstained"]
+    texts = [s["text"] for s in data["sources"]]
+    assert any("Speculative decoding accelerates" in t for t in texts)
+    assert any("Speculative sampling reduces the latency" in t for t in texts)
+    for n in data["citations"]:
+        assert data["sources"][n - 1]["n"] == n
+    assert set(data["sources"][0]) >= {"n", "paper_id", "title", "source", "score", "text"}
+    assert data["timings_ms"]["total"] > 0
+
+
+def test_cli_ingest_twice_embeds_nothing_the_second_time(tmp_path: object) -> None:
+    runner = CliRunner()
+    index = str(tmp_path) + "/index"
+    args = ["--index-dir", index, "ingest", "--json", str(FIXTURES / "records.csv")]
+    first = json.loads(runner.invoke(main, args).stdout)
+    second = json.loads(runner.invoke(main, args).stdout)
+    assert first["chunks_embedded"] > 0 and first["papers_new"] == 2
+    assert second["chunks_embedded"] == 0 and second["papers_unchanged"] == 2
+    assert second["skipped"] == [
+        {"file": str(FIXTURES / "records.csv"), "position": 3, "reason": "no abstract field"}
+    ]
+
+
+def test_cli_fails_clearly_when_nothing_can_be_ingested(tmp_path: object) -> None:
+    runner = CliRunner()
+    bad = FIXTURES / "missing.jsonl"
+    result = runner.invoke(main, ["--index-dir", f"{tmp_path}/i", "ingest", str(bad)])
+    assert result.exit_code == 2 and "no such file or folder" in result.output
+
+
+def test_follow_up_without_llm_uses_the_previous_turn(seeded: Assistant) -> None:
+    chat = seeded.conversation()
+    first = chat.ask("Which paper trains draft models for speculative decoding with tree rewards?")
+    follow = chat.ask("What speedup does it report?")
+    assert follow.query.startswith(first.query)
+    assert follow.sources[0].paper_id == first.sources[0].paper_id
+    standalone = chat.ask("Which papers study Bayesian optimisation over graphs?")
+    assert standalone.query == "Which papers study Bayesian optimisation over graphs?"
+
+
+def test_answer_json_round_trips(seeded: Assistant) -> None:
+    answer = seeded.ask("conformal prediction interval width")
+    data = json.loads(json.dumps(answer_json(answer)))
+    assert data["question"] == "conformal prediction interval width"
+    assert isinstance(data["abstained"], bool) and isinstance(data["notices"], list)
+
+
+# -- citation checker -----------------------------------------------------------------
+
+SOURCES = {
+    1: "We propose a draft tree reward that improves acceptance length in speculative decoding.",
+    2: "We study conformal prediction intervals and their width under heavy-tailed noise.",
+}
+
+
+def test_invalid_citations_are_removed_and_reported() -> None:
+    checked = check("Draft trees improve acceptance length [1][7]. Width grows [2, 9].", SOURCES)
+    assert checked.text == "Draft trees improve acceptance length [1]. Width grows [2]."
+    assert checked.invalid == [7, 9] and checked.citations == [1, 2]
+
+
+def test_unsupported_and_uncited_sentences_are_flagged() -> None:
+    answer = (
+        "Draft tree rewards improve speculative decoding acceptance [1]. "
+        "Conformal intervals shrink under heavy tails [1]. "
+        "Quantum annealing solves protein folding quickly."
+    )
+    checked = check(answer, SOURCES)
+    assert checked.unsupported == [
+        "Conformal intervals shrink under heavy tails [1].",
+        "Quantum annealing solves protein folding quickly.",
+    ]
+
+
+def test_citation_groups_and_sentences() -> None:
+    assert parse_group("1, 3-4") == [1, 3, 4]
+    assert cited_numbers("a [2]. b [1, 2]. c [3-4]") == [2, 1, 3, 4]
+    assert split_sentences("We do X, e.g. Y. It works. Done!") == [
+        "We do X, e.g. Y.",
+        "It works.",
+        "Done!",
+    ]
