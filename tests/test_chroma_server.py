@@ -1,0 +1,80 @@
+"""Server mode: the same pipeline against a real `chroma run` on loopback."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from rag.assistant import Assistant
+from rag.config import BUNDLED_CORPUS, Settings
+from rag.embed import LocalEmbedder
+from rag.index import StoreError
+
+from .conftest import FIXTURES
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def chroma_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A `chroma run` server on 127.0.0.1, stopped after the module."""
+    chroma = shutil.which("chroma") or str(Path(sys.executable).parent / "chroma")
+    port = free_port()
+    folder = tmp_path_factory.mktemp("chroma-server")
+    proc = subprocess.Popen(
+        [chroma, "run", "--path", str(folder), "--host", "127.0.0.1", "--port", str(port)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{url}/api/v2/heartbeat", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.3)
+        else:
+            raise RuntimeError("chroma run did not start within 60 s")
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+@pytest.mark.slow
+def test_ingest_and_ask_through_a_chroma_server(
+    chroma_url: str, settings_factory: Callable[..., Settings], embedder: LocalEmbedder
+) -> None:
+    settings = settings_factory(chroma_url=chroma_url, collection="server-test")
+    writer = Assistant(settings, embedder)
+    first = writer.ingest([BUNDLED_CORPUS, FIXTURES / "records.csv"])
+    assert first.total_papers == 54 and first.chunks_embedded == first.total_chunks
+    assert writer.ingest([BUNDLED_CORPUS]).chunks_embedded == 0
+
+    reader = Assistant(settings, embedder)  # e.g. a second app instance on another machine
+    assert reader.stats()["papers"] == 54 and reader.stats()["location"] == chroma_url
+    answer = reader.ask("Which papers improve speculative decoding or speculative sampling?")
+    texts = " ".join(s.text for s in answer.sources)
+    assert "Speculative decoding accelerates" in texts and "Speculative sampling" in texts
+    assert not answer.abstained and answer.citations
+
+
+def test_unreachable_server_is_a_clear_error(
+    settings_factory: Callable[..., Settings], embedder: LocalEmbedder
+) -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    with pytest.raises(StoreError, match=f"cannot reach the Chroma server at {url}"):
+        Assistant(settings_factory(chroma_url=url), embedder)
