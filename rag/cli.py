@@ -334,6 +334,24 @@ def stats_cmd(ctx: click.Context, as_json: bool) -> None:
             click.echo(f"{key}: {value}")
 
 
+@main.command("bench")
+@click.option("--corpus", "corpus", multiple=True, help="Files/folders (default: bundled).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.pass_context
+def bench_cmd(ctx: click.Context, corpus: tuple[str, ...], as_json: bool) -> None:
+    """Measure ingest and query speed on a temporary index."""
+    from rag.bench import default_corpus, run_bench
+
+    with friendly_errors():
+        result = run_bench(list(corpus) or default_corpus(), _settings(ctx))
+    if as_json:
+        click.echo(json.dumps(result, indent=2))
+    else:
+        width = max(map(len, result))
+        for key, value in result.items():
+            click.echo(f"{key:<{width}}  {value}")
+
+
 @main.command("app")
 @click.option("--port", type=int, default=8501, show_default=True)
 @click.option("--host", default="127.0.0.1", show_default=True)

@@ -64,6 +64,9 @@ class LocalEmbedder:
 
     def __init__(self, name: str = "all-MiniLM-L6-v2", batch_size: int = 64, threads: int = 0):
         from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as transformers_logging
+
+        transformers_logging.disable_progress_bar()  # no "Loading weights" bar on every start
 
         if threads:
             import torch
