@@ -21,7 +21,7 @@ from rag.chunk import count_tokens
 from rag.citations import check
 from rag.config import Settings
 from rag.embed import Embedder
-from rag.llm import ChatClient, LLMError, OnToken
+from rag.llm import ChatClient, LLMError, OnReset, OnToken
 from rag.text import overlap, split_sentences
 from rag.types import Answer, Hit, Source
 
@@ -129,6 +129,7 @@ class Answerer:
         hits: list[Hit],
         mode: str | None = None,
         on_token: OnToken | None = None,
+        on_reset: OnReset | None = None,
     ) -> Answer:
         """Answer from the hits; `mode` overrides the settings (llm | extractive)."""
         mode = mode or self.settings.answer_mode
@@ -136,7 +137,7 @@ class Answerer:
         if evidence_is_weak(question, hits, self.settings, self.coverage):
             return abstention(question, sources, mode if self.client else "extractive")
         if mode == "llm" and self.client is not None:
-            return self._llm(question, hits, on_token)
+            return self._llm(question, hits, on_token, on_reset)
         notices = ["no LLM endpoint configured; answered extractively"] if mode == "llm" else []
         answer = self.extractive(question, hits)
         answer.notices.extend(notices)
@@ -204,13 +205,19 @@ class Answerer:
 
     # -- LLM -------------------------------------------------------------------------
 
-    def _llm(self, question: str, hits: list[Hit], on_token: OnToken | None) -> Answer:
+    def _llm(
+        self,
+        question: str,
+        hits: list[Hit],
+        on_token: OnToken | None,
+        on_reset: OnReset | None = None,
+    ) -> Answer:
         assert self.client is not None
         sources = make_sources(hits)
         messages, shown, notices = self.build_messages(question, sources)
         t0 = time.perf_counter()
         try:
-            reply = self.client.complete(messages, on_token=on_token)
+            reply = self.client.complete(messages, on_token=on_token, on_reset=on_reset)
             if not reply.text.strip():
                 raise LLMError("endpoint returned an empty answer")
         except LLMError as exc:
@@ -282,9 +289,17 @@ class Answerer:
 
 
 def _source_block(source: Source) -> str:
-    label = source.title.replace('"', "'")
-    text = source.text.replace("</source>", "</ source>")  # a source cannot close its tag
-    return prompts.SOURCE.format(n=source.n, label=label, text=text)
+    """Format one source; text inside can never open or close a <source> tag."""
+    label = _defuse(source.title).replace('"', "'")
+    return prompts.SOURCE.format(n=source.n, label=label, text=_defuse(source.text))
+
+
+_SOURCE_TAG = re.compile(r"<(\s*/?\s*source\b)", re.I)
+
+
+def _defuse(text: str) -> str:
+    """'</SOURCE >' -> '&lt;/SOURCE >' (abstracts are data, never delimiters)."""
+    return _SOURCE_TAG.sub(r"&lt;\1", text)
 
 
 def _trim_to_tokens(text: str, tokens: int) -> str:

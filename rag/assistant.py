@@ -22,7 +22,7 @@ from rag.config import BUNDLED_CORPUS, Settings
 from rag.embed import Embedder, make_embedder
 from rag.index import Store
 from rag.ingest import Progress, ingest
-from rag.llm import ChatClient, LLMError, OnToken
+from rag.llm import ChatClient, LLMError, OnReset, OnToken
 from rag.papers import FieldMap
 from rag.retrieve import Filters, Retriever
 from rag.types import Answer, Hit, IngestSummary
@@ -85,6 +85,7 @@ class Assistant:
         mode: str | None = None,
         retriever: str | None = None,
         on_token: OnToken | None = None,
+        on_reset: OnReset | None = None,
         query: str | None = None,
     ) -> Answer:
         """Retrieve and answer one question (`query` overrides what is searched)."""
@@ -96,7 +97,7 @@ class Assistant:
         hits = self.retriever.search(query or question, top_k, filters, retriever, timings)
         timings["retrieve"] = round(sum(timings.values()), 2)
         t0 = time.perf_counter()
-        answer = self.answerer.answer(question, hits, mode, on_token)
+        answer = self.answerer.answer(question, hits, mode, on_token, on_reset)
         timings["answer"] = round((time.perf_counter() - t0) * 1000, 2)
         answer.timings_ms = {
             **timings,
@@ -198,7 +199,8 @@ class Conversation:
             deadline_s=min(20.0, self.assistant.settings.llm_deadline_s),
             max_tokens=96,
         )
-        query = reply.text.strip().strip('"').splitlines()[0] if reply.text.strip() else ""
+        lines = reply.text.strip().splitlines()
+        query = lines[0].strip().strip('"').strip() if lines else ""
         return query or question
 
     def clear(self) -> None:

@@ -243,6 +243,7 @@ def ask_cmd(
             mode=mode,
             retriever=opts["retriever"],
             on_token=stream,
+            on_reset=_echo_reset if stream else None,
         )
     if as_json:
         click.echo(json.dumps(answer_json(answer), ensure_ascii=False, indent=2))
@@ -264,6 +265,13 @@ def answer_json(answer: Answer) -> dict[str, Any]:
         "timings_ms",
     ]
     return {**{k: data[k] for k in keys}, **{k: v for k, v in data.items() if k not in keys}}
+
+
+def _echo_reset() -> None:
+    click.echo(
+        click.style("\n[stream interrupted; the partial answer above is void]", fg="yellow"),
+        err=True,
+    )
 
 
 def _echo_token(token: str) -> None:
@@ -317,7 +325,9 @@ def chat_cmd(ctx: click.Context, mode: str | None) -> None:
             continue
         if question:
             stream = _echo_token if assistant.client and mode != "extractive" else None
-            answer = conversation.ask(question, mode=mode, on_token=stream)
+            answer = conversation.ask(
+                question, mode=mode, on_token=stream, on_reset=_echo_reset if stream else None
+            )
             print_answer(answer, streamed=stream is not None)
 
 

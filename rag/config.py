@@ -24,6 +24,7 @@ class Settings(BaseSettings):
         env_file=".env",
         env_file_encoding="utf-8",
         env_ignore_empty=True,
+        populate_by_name=True,  # Settings(base_url=...) as well as OPENAI_BASE_URL
         extra="ignore",
     )
 

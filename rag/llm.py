@@ -10,6 +10,8 @@ The API key is never put into an error message or log line.
 
 from __future__ import annotations
 
+import contextlib
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -22,6 +24,7 @@ import openai
 from rag.config import Settings
 
 OnToken = Callable[[str], None]
+OnReset = Callable[[], None]  # tokens streamed so far are void (a retry or a fallback follows)
 
 
 class LLMError(RuntimeError):
@@ -64,8 +67,13 @@ class ChatClient:
         on_token: OnToken | None = None,
         deadline_s: float | None = None,
         max_tokens: int | None = None,
+        on_reset: OnReset | None = None,
     ) -> Reply:
-        """Return the model's reply, streaming tokens to `on_token` when given."""
+        """Return the model's reply, streaming tokens to `on_token` when given.
+
+        When an attempt fails after streaming some tokens, `on_reset` is called before
+        the retry or the error, so a display can drop the partial text.
+        """
         deadline = time.monotonic() + (deadline_s or self.settings.llm_deadline_s)
         attempts = 0
         while True:
@@ -73,9 +81,13 @@ class ChatClient:
             remaining = deadline - time.monotonic()
             if remaining <= 0.05:
                 raise LLMError("endpoint deadline passed", retryable=False)
+            streamed: list[str] = []
+            relay = None if on_token is None else _tee(on_token, streamed)
             try:
-                text = self._once(messages, on_token, remaining, max_tokens)
+                text = self._once(messages, relay, remaining, max_tokens)
             except LLMError as exc:
+                if streamed and on_reset is not None:
+                    on_reset()
                 delay = exc.retry_after or self.settings.llm_backoff_s * 2 ** (attempts - 1)
                 out_of_time = time.monotonic() + delay >= deadline
                 if not exc.retryable or attempts > self.settings.llm_retries or out_of_time:
@@ -122,7 +134,8 @@ class ChatClient:
 
         def close() -> None:
             expired.set()
-            stream.response.close()  # unblocks the reading thread with an error
+            _shutdown_socket(stream.response)  # wakes a read blocked on a silent socket
+            stream.response.close()
 
         watchdog = threading.Timer(remaining, close)
         watchdog.daemon = True
@@ -156,6 +169,22 @@ class ChatClient:
             return False, str(_status_error(exc))
         except Exception as exc:
             return False, f"unreachable ({type(exc).__name__})"
+
+
+def _tee(on_token: OnToken, seen: list[str]) -> OnToken:
+    def relay(token: str) -> None:
+        seen.append(token)
+        on_token(token)
+
+    return relay
+
+
+def _shutdown_socket(response: httpx.Response) -> None:
+    network = response.extensions.get("network_stream")
+    sock = network.get_extra_info("socket") if network is not None else None
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
 
 
 def _message_text(response: Any) -> str:
