@@ -260,13 +260,14 @@ def test_interrupted_stream_is_reset_before_the_retry(
     server.script(close(after=2, text="Partial words here [1]."))
     server.default = reply("Alternating GDA converges at rate O(1/T) [1].")
     shown: list[str] = []
+    resets: list[int] = []
 
     def reset() -> None:
+        resets.append(1)
         shown.clear()  # what a display does: drop the void partial text
 
-    resets: list[int] = []
     answer = assistant_factory(**endpoint(server.base_url)).ask(
-        QUESTION, on_token=shown.append, on_reset=lambda: (resets.append(1), reset())
+        QUESTION, on_token=shown.append, on_reset=reset
     )
     assert resets == [1] and len(server.chat_requests) == 2
     assert answer.mode == "llm" and "".join(shown) == answer.answer
