@@ -132,3 +132,19 @@ class Settings(BaseSettings):
         if self.mode == "extractive" or not self.base_url:
             return "extractive"
         return "llm"
+
+
+def env_example() -> str:
+    """Render `.env.example`: every setting, its description and its default."""
+    lines = [
+        "# Every setting of the assistant, with its default. Copy to .env and edit;",
+        "# .env is git-ignored. Never commit a real API key.",
+        "",
+    ]
+    for name, field in Settings.model_fields.items():
+        alias = field.validation_alias
+        env = alias.choices[0] if isinstance(alias, AliasChoices) else f"RAG_{name.upper()}"
+        default = field.default
+        shown = "" if default is None or isinstance(default, SecretStr) else default
+        lines += [f"# {field.description}", f"{env}={shown}", ""]
+    return "\n".join(lines)
