@@ -54,8 +54,10 @@ class Assistant:
         progress: Progress | None = None,
     ) -> IngestSummary:
         """Ingest files into the index and refresh retrieval."""
-        summary = ingest(paths, self.store, self.embedder, self.settings, fields, prune, progress)
-        self.retriever.refresh()
+        summary, catalog = ingest(
+            paths, self.store, self.embedder, self.settings, fields, prune, progress
+        )
+        self.retriever.refresh(catalog)
         return summary
 
     def ensure_default_corpus(self, progress: Progress | None = None) -> IngestSummary | None:

@@ -85,8 +85,8 @@ def ingest(
     fields: FieldMap | None = None,
     prune: bool = False,
     progress: Progress | None = None,
-) -> IngestSummary:
-    """Bring the store in step with the given files; return what changed."""
+) -> tuple[IngestSummary, Catalog]:
+    """Bring the store in step with the given files; return what changed and the catalog."""
     started = time.perf_counter()
     summary = IngestSummary()
     files = expand_paths(paths)
@@ -112,7 +112,7 @@ def ingest(
     summary.total_papers = len(final.papers)
     summary.total_chunks = final.n_chunks
     summary.seconds = round(time.perf_counter() - started, 3)
-    return summary
+    return summary, final
 
 
 class _Plan:
