@@ -5,8 +5,8 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run chat install test lint format bench clean
 
-run: install  ## Build the bundled ICLR 2026 index if missing and open the chat.
-	$(VENV)/bin/rag chat
+run: install  ## Open the chat app on 127.0.0.1:8501 (builds the bundled ICLR 2026 index if missing).
+	$(VENV)/bin/rag app
 
 chat: run
 

@@ -241,7 +241,7 @@ class Answerer:
         if checked.unsupported:
             notices.append(
                 f"{len(checked.unsupported)} sentence(s) lack support in the sources "
-                "they cite (see `flagged`)"
+                "they cite; they are listed as flagged"
             )
         for source in shown:
             source.cited = source.n in checked.citations

@@ -372,7 +372,8 @@ def app_cmd(port: int, host: str) -> None:
 
     import ui
 
-    app = Path(ui.__file__).parent / "app.py"
+    folder = Path(ui.__file__).parent if ui.__file__ else Path(__file__).parents[1] / "ui"
+    app = folder / "app.py"
     command = [
         sys.executable,
         "-m",

@@ -1,0 +1,345 @@
+"""The Streamlit page driven in-process with AppTest, over a private copy of the seeded index.
+
+Each test points the app at its own copy (`RAG_INDEX_DIR`) and runs from a temporary
+folder, so neither the shared index nor a developer's .env is touched. The LLM endpoint
+is a real HTTP server on loopback speaking the OpenAI protocol (streaming included).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from rag.assistant import Assistant
+from ui.stream import Done, ask_events
+
+APP = str(Path(__file__).resolve().parents[1] / "ui" / "app.py")
+TIMEOUT = 120  # the first run loads the embedding model
+QUESTION = "Which papers study speculative decoding, and what speedups do they report?"
+FOLLOW_UP = "What speedup does it report?"
+OFF_TOPIC = "What is the best recipe for sourdough bread?"
+_SOURCE = re.compile(r'<source n="(\d+)" label="[^"]*">\n(.*?)\n</source>', re.S)
+
+
+# -- helpers -----------------------------------------------------------------------
+
+
+@pytest.fixture
+def app(
+    seeded_index: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Callable[..., AppTest]:
+    """Start the app over a copy of the seeded index, with extra environment variables."""
+    index = tmp_path / "index"
+    shutil.copytree(seeded_index, index)
+    monkeypatch.chdir(tmp_path)  # no .env from the working copy
+
+    def start(**env: str) -> AppTest:
+        monkeypatch.setenv("RAG_INDEX_DIR", str(index))
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+        at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+        at.run()
+        assert not at.exception, at.exception
+        return at
+
+    return start
+
+
+def ask(at: AppTest, question: str) -> AppTest:
+    """Submit a question and assert the page did not raise."""
+    at.chat_input(key="question").set_value(question).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def markdown(at: AppTest) -> str:
+    """Every Markdown element of the main area, joined."""
+    return "\n".join(m.value for m in at.main.markdown)
+
+
+def captions(at: AppTest) -> str:
+    return "\n".join(c.value for c in at.caption)
+
+
+def upload(at: AppTest, name: str, data: bytes) -> AppTest:
+    """Upload a file in the sidebar and press Ingest."""
+    at.file_uploader(key="upload").set_value((name, data, "application/octet-stream")).run()
+    at.button(key="ingest").click().run()
+    assert not at.exception, at.exception
+    return at
+
+
+# -- a loopback OpenAI-compatible endpoint ------------------------------------------------
+
+
+class FakeEndpoint(ThreadingHTTPServer):
+    """Answers chat completions by quoting source 1; counts streamed requests."""
+
+    daemon_threads = True
+    streamed = 0
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/v1"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: FakeEndpoint
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self._json({"object": "list", "data": [{"id": "fake-model", "object": "model"}]})
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        text = _reply(body["messages"])
+        if not body.get("stream"):
+            message = {"role": "assistant", "content": text}
+            self._json(_completion("chat.completion", message=message, finish_reason="stop"))
+            return
+        self.server.streamed += 1
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        for word in re.findall(r"\S+\s*", text):
+            chunk = _completion(
+                "chat.completion.chunk", delta={"content": word}, finish_reason=None
+            )
+            self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+        self.wfile.write(b"data: [DONE]\n\n")
+
+    def _json(self, data: dict[str, Any]) -> None:
+        payload = json.dumps(data).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+
+def _completion(kind: str, **choice: Any) -> dict[str, Any]:
+    return {
+        "id": "x",
+        "object": kind,
+        "created": 0,
+        "model": "m",
+        "choices": [{"index": 0, **choice}],
+    }
+
+
+def _reply(messages: list[dict[str, str]]) -> str:
+    user = messages[-1]["content"]
+    if "Standalone query:" in user:  # the follow-up condenser
+        return "speculative decoding speedup"
+    sources = _SOURCE.findall(user)
+    first = sources[0][1].split(". ")[0].rstrip(".")
+    return f"The top paper reports that {first[0].lower()}{first[1:]} [1]."
+
+
+@contextmanager
+def fake_endpoint() -> Iterator[FakeEndpoint]:
+    """Serve the fake endpoint on a free loopback port for the duration of the block."""
+    server = FakeEndpoint(("127.0.0.1", 0), _Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def endpoint() -> Iterator[FakeEndpoint]:
+    with fake_endpoint() as server:
+        yield server
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+# -- tests ---------------------------------------------------------------------------
+
+
+def test_first_start_builds_the_bundled_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("RAG_INDEX_DIR", str(tmp_path / "fresh"))
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT).run()
+    assert not at.exception, at.exception
+    assert any("Indexed 52" in t.value for t in at.toast)
+    assert at.metric[0].value == "52"
+    assert "Try asking" in markdown(at)
+
+
+def test_question_gets_cited_answer_and_sources_panel(app: Callable[..., AppTest]) -> None:
+    at = ask(app(), QUESTION)
+    page = markdown(at)
+    assert "[\\[1\\]](#src-0-1)" in page  # [1] links to source card 1
+    assert 'id="src-0-1"' in page and "<mark>" in page  # the card, with the highlight
+    assert "derived label" in page  # the bundled abstracts have no titles
+    assert any(e.label.startswith("Also relevant") for e in at.expander)
+    assert "Offline extractive" in captions(at)
+    assert "References:" in at.code[0].value  # the copy block holds the references
+    assert not at.sidebar.download_button(key="export").disabled
+
+
+def test_follow_up_keeps_the_context(app: Callable[..., AppTest]) -> None:
+    at = ask(ask(app(), QUESTION), FOLLOW_UP)
+    assert len(at.chat_message) == 4
+    assert "searched as" in captions(at)
+    assert "#src-1-1" in markdown(at)
+    assert len(at.session_state["conversation"].turns) == 2
+
+
+def test_off_topic_question_abstains_with_closest_papers(app: Callable[..., AppTest]) -> None:
+    at = ask(app(), OFF_TOPIC)
+    assert any("Not found in the indexed abstracts" in w.value for w in at.warning)
+    page = markdown(at)
+    assert "Closest papers" in page and "rag-related" in page
+    assert "#src-0-" not in page  # nothing is cited
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "reason"),
+    [
+        ("papers.json", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00", "binary"),
+        ("papers.json", b'[{"title": "x", "abstract": ', "invalid JSON"),
+        ("papers.csv", b"", "no records"),
+    ],
+)
+def test_bad_upload_shows_a_readable_error(
+    app: Callable[..., AppTest], name: str, data: bytes, reason: str
+) -> None:
+    at = upload(app(), name, data)
+    errors = [e.value for e in at.sidebar.error]
+    assert errors and reason in errors[0], errors
+    assert at.metric[0].value == "52"
+
+
+def test_upload_ingests_and_updates_the_stats(app: Callable[..., AppTest]) -> None:
+    record = {
+        "title": "Sourdough Fermentation Dynamics",
+        "abstract": "We model how wild yeast and lactic acid bacteria in sourdough starters "
+        "compete, and show that a higher hydration speeds up fermentation by a third.",
+        "site": "https://openreview.net/forum?id=abc123XYZ0",
+    }
+    line = json.dumps(record).encode()
+    at = upload(app(), "extra.jsonl", line + b"\nnot json\n")
+    message = at.sidebar.success[0].value
+    assert "1 new" in message and "1 skipped" in message
+    assert at.metric[0].value == "53"
+    at = ask(at, "How does hydration affect sourdough fermentation?")
+    page = markdown(at)
+    assert "Sourdough Fermentation Dynamics" in page and "openreview.net/forum" in page
+
+
+def test_mode_switch_between_endpoint_and_extractive(
+    app: Callable[..., AppTest], endpoint: FakeEndpoint
+) -> None:
+    at = app(OPENAI_BASE_URL=endpoint.base_url)
+    assert at.radio(key="mode").value == "llm"
+    assert "Endpoint reachable (fake-model)" in captions(at)
+    at = ask(at, QUESTION)
+    assert endpoint.streamed == 1  # the answer came through the token stream
+    assert "The top paper reports that" in markdown(at)
+    assert "<mark>" in markdown(at)  # the cited sentence is found by overlap
+    assert "Endpoint model" in captions(at)
+    at.radio(key="mode").set_value("extractive").run()
+    at = ask(at, "How do the speculative decoding papers train their draft models?")
+    assert endpoint.streamed == 1
+    turns = at.session_state["conversation"].turns
+    assert [t.answer.mode for t in turns] == ["llm", "extractive"]
+    assert "Offline extractive" in captions(at)
+
+
+def test_endpoint_down_falls_back_with_a_notice(app: Callable[..., AppTest]) -> None:
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    at = app(OPENAI_BASE_URL=url, RAG_LLM_RETRIES="0", RAG_LLM_DEADLINE_S="5")
+    assert "Endpoint unreachable" in captions(at)
+    at = ask(at, QUESTION)
+    assert any("LLM endpoint failed" in w.value for w in at.warning)
+    assert "#src-0-1" in markdown(at)
+    assert "Offline extractive" in captions(at)
+
+
+def test_sessions_keep_separate_conversations(app: Callable[..., AppTest]) -> None:
+    first, second = app(), app()
+    ask(first, QUESTION)
+    one, two = first.session_state["conversation"], second.session_state["conversation"]
+    assert len(one.turns) == 1 and not two.turns
+    assert one.assistant is two.assistant  # loaded once per process
+
+
+def test_clear_chat_empties_the_conversation(app: Callable[..., AppTest]) -> None:
+    at = ask(app(), QUESTION)
+    at.sidebar.button(key="clear").click().run()
+    assert not at.chat_message
+    assert not at.session_state["conversation"].turns
+    assert at.sidebar.download_button(key="export").disabled
+
+
+def test_empty_index_says_so_and_disables_the_question_box(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("rag.assistant.Assistant.ensure_default_corpus", lambda *a, **k: None)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("RAG_INDEX_DIR", str(tmp_path / "empty"))
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT).run()
+    assert not at.exception, at.exception
+    assert any("The index is empty" in w.value for w in at.warning)
+    assert at.chat_input(key="question").disabled
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"RAG_TOP_K": "0"}, "RAG_TOP_K: Input should be greater than or equal to 1"),
+        ({"RAG_INDEX_DIR": "a-file"}, "Cannot open the index: cannot open the index folder"),
+    ],
+)
+def test_bad_settings_or_index_show_a_message_not_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, env: dict[str, str], message: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a-file").write_text("not a folder")
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT).run()
+    assert not at.exception, at.exception
+    assert message in at.error[0].value
+
+
+def test_two_sessions_can_ask_at_the_same_time(seeded: Assistant) -> None:
+    questions = [QUESTION, "How can CLIP's compositional reasoning be improved?"]
+    conversations = [seeded.conversation() for _ in questions]
+    last: dict[int, Any] = {}
+
+    def run(i: int) -> None:
+        last[i] = list(ask_events(conversations[i], questions[i]))[-1]
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(questions))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert all(isinstance(last[i], Done) for i in range(len(questions))), last
+    for conversation, question in zip(conversations, questions, strict=True):
+        assert [t.question for t in conversation.turns] == [question]
+        assert conversation.turns[0].answer.citations

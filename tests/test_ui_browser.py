@@ -1,0 +1,161 @@
+"""The Streamlit app in a real headless Chromium: ask, open a cited source, follow up.
+
+Starts `streamlit run ui/app.py` on a free loopback port over a copy of the seeded index,
+drives it with Playwright and the system Chromium (`apt-get install chromium`; the test
+fails, never skips, when it is missing), and saves a screenshot per step to
+artifacts/screenshots/.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.test_ui_apptest import fake_endpoint
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = ROOT / "ui" / "app.py"
+SHOTS = ROOT / "artifacts" / "screenshots"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+QUESTION = "Which papers study speculative decoding, and what speedups do they report?"
+FOLLOW_UP = "What speedup does it report?"
+ABSTAIN = "What is the best recipe for sourdough bread?"
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait_healthy(url: str, server: subprocess.Popen[bytes], timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise AssertionError(f"streamlit exited with {server.returncode}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as reply:
+                if reply.read().strip() == b"ok":
+                    return
+        except OSError:
+            time.sleep(0.3)
+    raise AssertionError(f"streamlit did not answer on {url} within {timeout_s} s")
+
+
+@pytest.fixture
+def app_url(seeded_index: Path, tmp_path: Path) -> Iterator[str]:
+    """Serve the app over a private copy of the seeded index, with a loopback endpoint."""
+    index = tmp_path / "index"
+    shutil.copytree(seeded_index, index)
+    with fake_endpoint() as endpoint:
+        yield from _serve(index, endpoint.base_url, tmp_path)
+
+
+def _serve(index: Path, base_url: str, tmp_path: Path) -> Iterator[str]:
+    """Run `streamlit run ui/app.py` on a free port until the test ends."""
+    port = _free_port()
+    env = {**os.environ, "RAG_INDEX_DIR": str(index), "OPENAI_BASE_URL": base_url}
+    log = (tmp_path / "streamlit.log").open("wb")
+    command = [
+        *(sys.executable, "-m", "streamlit", "run", str(APP)),
+        *("--server.port", str(port), "--server.address", "127.0.0.1"),
+        *("--server.headless", "true", "--browser.gatherUsageStats", "false"),
+    ]
+    # cwd is the temporary folder, so a developer's .env is not read.
+    server = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=log, stderr=log)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_healthy(url, server)
+        yield url
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        log.close()
+    output = (tmp_path / "streamlit.log").read_text(errors="replace")
+    assert "Traceback" not in output, output[-3000:]
+
+
+def test_ask_open_source_and_follow_up(app_url: str) -> None:
+    assert Path(CHROMIUM).exists(), "chromium is missing: apt-get install -y chromium"
+    from playwright.sync_api import expect, sync_playwright
+
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1360, "height": 1000})
+        page.set_default_timeout(90_000)
+        expect.set_options(timeout=90_000)  # the first run loads the embedding model
+        page.goto(app_url)
+        expect(page.get_by_role("heading", name="Ask the abstracts")).to_be_visible()
+        expect(page.get_by_role("button", name=QUESTION)).to_be_visible()  # a suggestion
+        expect(page.get_by_test_id("stMetricValue").first).to_have_text("52")
+        expect(page.get_by_text("Endpoint reachable")).to_be_visible()
+        _wait_idle(page)
+        page.screenshot(path=SHOTS / "01-start.png")
+
+        _ask(page, QUESTION)  # answered by the (loopback) endpoint model, streamed
+        expect(page.locator("#src-0-1")).to_be_visible()
+        expect(page.locator('a[href="#src-0-1"]').first).to_be_visible()
+        expect(page.get_by_text("The top paper reports that")).to_be_visible()
+        _wait_idle(page)
+        page.screenshot(path=SHOTS / "02-cited-answer.png")
+
+        page.locator('a[href="#src-0-1"]').first.click()
+        page.locator("[data-testid='stExpander']", has_text="Full abstract").first.click()
+        mark = page.locator(".rag-abstract mark").first
+        expect(mark).to_be_visible()
+        mark.scroll_into_view_if_needed()
+        page.screenshot(path=SHOTS / "03-source-opened.png")
+
+        page.get_by_text("Offline extractive", exact=True).click()  # switch the mode
+        _wait_idle(page)
+        _ask(page, FOLLOW_UP)
+        expect(page.locator("#src-1-1")).to_be_visible()
+        expect(page.get_by_text("searched as")).to_be_visible()
+        _wait_idle(page)
+        page.locator("#src-1-1").scroll_into_view_if_needed()
+        page.screenshot(path=SHOTS / "04-follow-up.png")
+
+        _ask(page, ABSTAIN)
+        expect(page.get_by_text("Not found in the indexed abstracts")).to_be_visible()
+        expect(page.get_by_text("Closest papers")).to_be_visible()
+        _wait_idle(page)
+        page.get_by_text("Closest papers").scroll_into_view_if_needed()
+        page.screenshot(path=SHOTS / "05-abstention.png")
+
+        assert page.locator('[data-testid="stException"]').count() == 0
+        browser.close()
+
+
+def _wait_idle(page: Any) -> None:
+    """Wait until the script run ends (Streamlit shows a Stop button while it runs)."""
+    page.get_by_role("button", name="Stop").wait_for(state="hidden")
+
+
+def _ask(page: Any, question: str) -> None:
+    box = page.get_by_test_id("stChatInputTextArea")
+    box.fill(question)
+    box.press("Enter")

@@ -1,0 +1,129 @@
+"""The page's pure parts: escaping, citation links, highlights, export, uploads, streaming."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, cast
+
+from rag.assistant import Assistant
+from rag.types import Answer, Source
+from ui import render
+from ui.stream import Done, Failed, Token, ask_events
+from ui.upload import UPLOAD_TYPES, ingest_upload, safe_name
+
+ABSTRACT = (
+    "Speculative decoding speeds up LLM inference. We train draft trees with a new reward. "
+    "It yields a 7.7% speedup over EAGLE-3 on MT-Bench."
+)
+
+
+def _source(n: int = 1, **kw: Any) -> Source:
+    fields: dict[str, Any] = dict(
+        n=n,
+        paper_id=f"p{n}",
+        title="GTO",
+        title_is_derived=True,
+        source="002_x.txt:11",
+        score=0.03,
+        text=ABSTRACT,
+        venue="ICLR",
+        year=2026,
+    )
+    return Source(**{**fields, **kw})
+
+
+def _answer(text: str, sources: list[Source], citations: list[int], **kw: Any) -> Answer:
+    return Answer("q?", text, False, citations, sources, kw.pop("mode", "llm"), **kw)
+
+
+def test_untrusted_text_is_inert_in_html_and_markdown() -> None:
+    hostile = "<script>alert(1)</script> costs $5 and $x_1$ [click](javascript:alert(1)) ~a~ **b**"
+    out = render.escape_html(hostile)
+    assert "<" not in out and ">" not in out and "$" not in out and "[" not in out
+    assert "*" not in out and "~" not in out
+    assert render.safe_url("javascript:alert(1)") is None
+    assert render.safe_url("https://openreview.net/forum?id=x") is not None
+
+
+def test_citations_link_to_their_source_cards() -> None:
+    answer = _answer(
+        "Drafts help [1][3]. Costs $5 [2, 3].", [_source(i) for i in (1, 2, 3)], [1, 3, 2]
+    )
+    md = render.answer_markdown(answer, turn=4)
+    assert "[\\[1\\]](#src-4-1)[\\[3\\]](#src-4-3)" in md
+    assert "[\\[2\\]](#src-4-2)[\\[3\\]](#src-4-3)" in md
+    assert "\\$5" in md
+    card = render.source_header_html(_source(3), turn=4)
+    assert 'id="src-4-3"' in card and "derived label" in card
+
+
+def test_llm_citation_highlights_the_best_overlapping_sentence() -> None:
+    source = _source()
+    answer = _answer("GTO reports a 7.7% speedup over EAGLE-3. [1] Another claim.", [source], [1])
+    support = render.supporting_sentences(answer, source)
+    assert support == ["It yields a 7.7% speedup over EAGLE-3 on MT-Bench."]
+    html = render.abstract_html(answer, source)
+    assert "<mark>It yields a 7.7% speedup over EAGLE-3 on MT-Bench.</mark>" in html
+
+
+def test_extractive_highlights_are_used_as_given() -> None:
+    source = _source(highlights=["We train draft trees with a new reward."])
+    answer = _answer(
+        "We train draft trees with a new reward. [1]", [source], [1], mode="extractive"
+    )
+    assert render.supporting_sentences(answer, source) == source.highlights
+
+
+def test_cited_and_uncited_sources_are_apart() -> None:
+    sources = [_source(1), _source(2), _source(3)]
+    answer = _answer("x [3] y [1]", sources, [3, 1])
+    assert [s.n for s in render.cited_sources(answer)] == [3, 1]
+    assert [s.n for s in render.uncited_sources(answer)] == [2]
+
+
+def test_export_holds_questions_answers_and_references() -> None:
+    site = "https://openreview.net/forum?id=abc"
+    cited = _source(1, title="Group Tree Optimization", title_is_derived=False, site=site)
+    answer = _answer(
+        "GTO is faster [1].", [cited, _source(2)], [1], notices=["LLM endpoint failed"]
+    )
+    abstained = Answer("bread?", "The answer is not found.", True, [], [_source(1)], "extractive")
+    doc = render.conversation_markdown([("Who is fast?", answer), ("bread?", abstained)], "Chat")
+    assert doc.startswith("# Chat")
+    assert "## 1. Who is fast?" in doc and "## 2. bread?" in doc
+    assert f"- [1] Group Tree Optimization. ICLR 2026. {site}" in doc
+    assert "[2]" not in doc.split("## 2.")[0].split("References:")[1]  # uncited: not listed
+    assert "> Note: LLM endpoint failed" in doc
+
+
+def test_upload_rejects_unsupported_types_without_touching_the_index() -> None:
+    no_index = cast(Assistant, object())  # any use of it would raise
+    result = ingest_upload(no_index, "slides.pdf", b"%PDF-1.7")
+    assert not result.ok and "unsupported file type" in result.message
+    assert {"txt", "json", "jsonl", "csv"} <= set(UPLOAD_TYPES)
+    assert safe_name("../../etc/pa ss?.json") == "pa ss_.json"
+    assert Path(safe_name("")).name == "upload"
+
+
+class _Conversation:
+    def __init__(self, error: Exception | None = None) -> None:
+        self.error = error
+
+    def ask(self, question: str, on_token: Any = None, **options: Any) -> Answer:
+        if self.error:
+            raise self.error
+        for word in ("Fast ", "[1]."):
+            on_token(word)
+        return _answer("Fast [1].", [_source()], [1])
+
+
+def test_stream_yields_tokens_then_the_answer() -> None:
+    events = list(ask_events(_Conversation(), "q?"))  # type: ignore[arg-type]
+    assert events[:2] == [Token("Fast "), Token("[1].")]
+    assert isinstance(events[-1], Done) and events[-1].answer.citations == [1]
+
+
+def test_stream_reports_a_failure_as_an_event() -> None:
+    events = list(ask_events(_Conversation(ValueError("the question is empty")), ""))  # type: ignore[arg-type]
+    assert len(events) == 1 and isinstance(events[0], Failed)
+    assert str(events[0].error) == "the question is empty"

@@ -1,0 +1,215 @@
+"""Answers -> what the page shows: linked citations, highlighted abstracts, Markdown export.
+
+Pure functions over `rag.types` records, testable without Streamlit. Abstracts and titles
+are untrusted data: everything that goes into HTML passes through `escape_html`, which
+also neutralises Markdown syntax ($ math, * emphasis, [links]) so an abstract shows its
+own characters. What the citation highlight deliberately leaves out: it picks whole
+sentences, never phrases.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Iterable, Sequence
+from urllib.parse import urlparse
+
+from rag.citations import CITATION, parse_group
+from rag.text import overlap, split_sentences
+from rag.types import Answer, Source
+
+# Characters Markdown (with GFM and math) would act on, as HTML entities: '$x$' stays text.
+_MD_ENTITIES = {c: f"&#{ord(c)};" for c in "\\`*_[]$~|#:"}
+_SAFE_URL = re.compile(r"^https?://[^\s\"'<>]+$", re.I)
+# "it works. [1] Next" -> "it works [1]. Next": a citation after the full stop belongs
+# to the sentence before it, not to the next one (which is where splitting would put it).
+_CITE_AFTER_STOP = re.compile(r"([.!?])((?:\s*\[\d+(?:\s*[-–,]\s*\d+)*\])+)")
+
+
+def escape_html(text: str) -> str:
+    """Make untrusted text inert in HTML and Markdown: '<b>$x$</b>' -> '&lt;b&gt;&#36;x&#36;...'.
+
+    LaTeX's escaped percent ('7.7\\%') is shown as '7.7%', as Markdown shows it in answers.
+    """
+    escaped = html.escape(text.replace("\\%", "%"), quote=True)
+    return "".join(_MD_ENTITIES.get(c, c) for c in escaped)
+
+
+def escape_markdown(text: str) -> str:
+    """Show text literally in st.markdown: '$5 ~ 3 <b>' -> '\\$5 \\~ 3 &lt;b>'."""
+    return re.sub(r"([\\`*_\[\]$~|#])", r"\\\1", text).replace("<", "&lt;")
+
+
+def safe_url(url: str | None) -> str | None:
+    """Return the URL when it is a plain http(s) link (never javascript: or data:)."""
+    return url if url and _SAFE_URL.match(url.strip()) else None
+
+
+_DERIVED = (
+    ' <span class="rag-derived" title="The record has no title: this label was derived '
+    'from the abstract">derived label</span>'
+)
+
+
+def anchor(turn: int, n: int) -> str:
+    """The HTML id of source n of a turn: 'src-2-1'."""
+    return f"src-{turn}-{n}"
+
+
+def answer_markdown(answer: Answer, turn: int) -> str:
+    """The answer as Markdown, each [n] a link to its source card; abstract text kept literal."""
+    text = answer.answer.replace("$", "\\$").replace("~", "\\~").replace("<", "&lt;")
+
+    def link(match: re.Match[str]) -> str:
+        numbers = parse_group(match.group(1))
+        return "".join(f"[\\[{n}\\]](#{anchor(turn, n)})" for n in numbers)
+
+    return CITATION.sub(link, text)
+
+
+def cited_sources(answer: Answer) -> list[Source]:
+    """Sources the answer cites, in citation order."""
+    by_n = {s.n: s for s in answer.sources}
+    return [by_n[n] for n in answer.citations if n in by_n]
+
+
+def uncited_sources(answer: Answer) -> list[Source]:
+    """Retrieved papers the answer does not cite ("also relevant")."""
+    cited = set(answer.citations)
+    return [s for s in answer.sources if s.n not in cited]
+
+
+def citing_sentences(text: str, n: int) -> list[str]:
+    """Sentences of an answer that cite source n, citations removed."""
+    text = _CITE_AFTER_STOP.sub(r"\2\1", text)
+    found: list[str] = []
+    for line in text.splitlines():
+        for sentence in split_sentences(line.strip().lstrip("-*• ")):
+            numbers = [k for m in CITATION.finditer(sentence) for k in parse_group(m.group(1))]
+            if n in numbers:
+                found.append(CITATION.sub("", sentence).strip())
+    return found
+
+
+def supporting_sentences(answer: Answer, source: Source) -> list[str]:
+    """The abstract sentences behind a citation: the extractive picks, else best overlap."""
+    if source.highlights:
+        return list(source.highlights)
+    sentences = split_sentences(source.text)
+    picked: list[str] = []
+    for claim in citing_sentences(answer.answer, source.n):
+        scored = [(overlap(claim, s), s) for s in sentences]
+        score, best = max(scored, default=(0.0, ""))
+        if score > 0 and best not in picked:
+            picked.append(best)
+    return picked
+
+
+def highlight_html(text: str, sentences: Iterable[str]) -> str:
+    """The abstract as escaped HTML with each supporting sentence in <mark>."""
+    spans: list[tuple[int, int]] = []
+    for sentence in sentences:
+        start = text.find(sentence)
+        if sentence and start >= 0:
+            spans.append((start, start + len(sentence)))
+    parts: list[str] = []
+    cursor = 0
+    for start, end in sorted(spans):
+        if start < cursor:  # overlapping picks: the earlier mark already covers it
+            continue
+        parts.append(escape_html(text[cursor:start]))
+        parts.append(f"<mark>{escape_html(text[start:end])}</mark>")
+        cursor = end
+    parts.append(escape_html(text[cursor:]))
+    return "".join(parts)
+
+
+def venue_year(source: Source) -> str:
+    """'ICLR 2026', 'ICLR', '' ..."""
+    return " ".join(str(x) for x in (source.venue, source.year) if x)
+
+
+def source_header_html(source: Source, turn: int) -> str:
+    """The card heading: anchor, [n] badge, title (or marked derived label), venue, link."""
+    title = escape_html(source.title)
+    derived = _DERIVED if source.title_is_derived else ""
+    meta = [escape_html(venue_year(source))] if venue_year(source) else []
+    url = safe_url(source.site)
+    if url:
+        meta.append(_link(url))
+    elif source.source:
+        file, _, line = source.source.rpartition(":")
+        unit = "record" if file.lower().endswith(".json") else "line"
+        where = f"{file}, {unit} {line}" if file and line.isdigit() else source.source
+        meta.append(f'from <span class="rag-file">{escape_html(where)}</span>')
+    return (
+        f'<div class="rag-src-head" id="{anchor(turn, source.n)}">'
+        f'<span class="rag-badge">{source.n}</span> <b>{title}</b>{derived}'
+        f'<div class="rag-meta">{" · ".join(meta)}</div></div>'
+    )
+
+
+def quote_html(sentences: Sequence[str]) -> str:
+    """The supporting sentences as an escaped, highlighted quote."""
+    body = " … ".join(f"<mark>{escape_html(s)}</mark>" for s in sentences)
+    return f'<div class="rag-quote">{body}</div>'
+
+
+def abstract_html(answer: Answer, source: Source) -> str:
+    """The whole abstract, escaped, with the supporting sentences highlighted."""
+    marked = highlight_html(source.text, supporting_sentences(answer, source))
+    return f'<div class="rag-abstract">{marked}</div>'
+
+
+def _link(url: str) -> str:
+    """'https://openreview.net/forum?id=x' -> a new-tab link named 'OpenReview ↗'."""
+    host = urlparse(url).hostname or "link"
+    name = "OpenReview" if host.endswith("openreview.net") else host.removeprefix("www.")
+    href = html.escape(url, quote=True)
+    return f'<a href="{href}" target="_blank" rel="noopener">{escape_html(name)} ↗</a>'
+
+
+def related_html(source: Source) -> str:
+    """One uncited paper: label, venue/year, link, and its first sentence."""
+    label = f"<b>{escape_html(source.title)}</b>" + (_DERIVED if source.title_is_derived else "")
+    where = escape_html(venue_year(source))
+    url = safe_url(source.site)
+    link = f" · {_link(url)}" if url else ""
+    first = split_sentences(source.text)[:1]
+    snippet = escape_html(first[0]) if first else ""
+    return (
+        f'<div class="rag-related"><span class="rag-badge rag-badge-muted">{source.n}</span> '
+        f'{label} <span class="rag-meta">{where}{link}</span>'
+        f'<div class="rag-snippet">{snippet}</div></div>'
+    )
+
+
+def reference_line(source: Source) -> str:
+    """'[1] Title (derived label). ICLR 2026. https://...' for Markdown export."""
+    label = source.title + (" (derived label)" if source.title_is_derived else "")
+    parts = [f"[{source.n}] {label}"]
+    if venue_year(source):
+        parts.append(venue_year(source))
+    parts.append(safe_url(source.site) or source.source)
+    return ". ".join(p for p in parts if p)
+
+
+def answer_with_references(answer: Answer) -> str:
+    """One answer as Markdown with its reference list (what the copy button holds)."""
+    lines = [answer.answer.strip()]
+    refs = cited_sources(answer) if not answer.abstained else []
+    if refs:
+        lines += ["", "References:", *(f"- {reference_line(s)}" for s in refs)]
+    return "\n".join(lines)
+
+
+def conversation_markdown(turns: Sequence[tuple[str, Answer]], title: str) -> str:
+    """The whole conversation as a Markdown document, references per answer."""
+    out = [f"# {title}", ""]
+    for i, (question, answer) in enumerate(turns, start=1):
+        out += [f"## {i}. {question.strip()}", "", answer_with_references(answer), ""]
+        if answer.notices:
+            out += [*(f"> Note: {n}" for n in answer.notices), ""]
+        mode = "offline extractive" if answer.mode == "extractive" else "endpoint model"
+        out += [f"*Answered by the {mode}.*", ""]
+    return "\n".join(out).rstrip() + "\n"

@@ -1,0 +1,86 @@
+"""What the app loads once per process (`st.cache_resource`), and the per-session state.
+
+The embedding model is cached apart from the assistant, so two indexes (RAG_INDEX_DIR
+changed between runs, or tests) share one model. A lock per index makes concurrent first
+starts build the bundled index once: the second session waits, then finds it built.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+
+import streamlit as st
+
+from rag.assistant import Assistant, Conversation
+from rag.config import Settings
+from rag.embed import Embedder, make_embedder
+from rag.ingest import Progress
+from rag.types import IngestSummary
+
+
+def settings_key(settings: Settings) -> str:
+    """A stable hash of every setting, secrets included (never shown): the cache key."""
+    values = settings.model_dump()
+    text = repr(
+        sorted(
+            (k, v.get_secret_value() if hasattr(v, "get_secret_value") else v)
+            for k, v in values.items()
+        )
+    )
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def embedder_key(settings: Settings) -> str:
+    """What identifies an embedder: its model, endpoint and batching."""
+    return "|".join(
+        str(x)
+        for x in (
+            settings.embed_model,
+            settings.embed_base_url,
+            settings.embed_batch_size,
+            settings.embed_threads,
+        )
+    )
+
+
+@st.cache_resource(show_spinner=False)
+def load_embedder(key: str, _settings: Settings) -> Embedder:
+    """Load the embedding model once per process."""
+    return make_embedder(_settings)
+
+
+@st.cache_resource(show_spinner=False)
+def load_assistant(key: str, _settings: Settings) -> Assistant:
+    """Open the index, retriever and answerer once per process and settings."""
+    embedder = load_embedder(embedder_key(_settings), _settings)
+    return Assistant(_settings, embedder)
+
+
+@st.cache_resource(show_spinner=False)
+def build_lock(key: str) -> threading.Lock:
+    """One lock per index for the first-start build."""
+    return threading.Lock()
+
+
+def ensure_corpus(assistant: Assistant, key: str, progress: Progress) -> IngestSummary | None:
+    """Build the bundled ICLR 2026 index if the index is empty (once, whoever asks first)."""
+    if assistant.store.count():
+        return None
+    with build_lock(key):
+        return assistant.ensure_default_corpus(progress)
+
+
+@st.cache_data(ttl=30, show_spinner=False)
+def endpoint_health(key: str, _assistant: Assistant) -> tuple[bool, str]:
+    """The endpoint's health, checked at most every 30 s (a dead one costs a 3 s timeout)."""
+    return _assistant.endpoint_health()
+
+
+def conversation(assistant: Assistant) -> Conversation:
+    """This browser session's conversation (a new one if the assistant changed)."""
+    current = st.session_state.get("conversation")
+    if not isinstance(current, Conversation) or current.assistant is not assistant:
+        current = assistant.conversation()
+        st.session_state["conversation"] = current
+    return current
