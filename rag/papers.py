@@ -184,11 +184,17 @@ def derive_label(abstract: str) -> str:
 
 
 def _candidates(window: str) -> list[str]:
-    names = [m.group(1) for m in _PAREN_ACRONYM.finditer(window)]
+    # "(GTO)" after "Group Tree Optimization" names a method; "(OT)" after "optimal
+    # transport" only abbreviates a common term.
+    names = [
+        m.group(1)
+        for m in _PAREN_ACRONYM.finditer(window)
+        if window[: m.start()].rstrip().split(" ")[-1][:1].isupper()
+    ]
     names += [
         m.group(0)
         for m in _TOKEN.finditer(window)
-        if window[m.start() - 1 : m.start()] not in "${}^_\\" or m.start() == 0
+        if m.start() == 0 or window[m.start() - 1] not in "${}^_\\("  # not LaTeX, not "(OT)"
     ]
     return [n.strip("-+.") for n in names if _is_name(n.strip("-+."))]
 

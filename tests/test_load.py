@@ -147,7 +147,8 @@ def test_dedupe_merges_sources_and_rejects_conflicting_ids() -> None:
 
 def test_expand_paths_folders_globs_and_missing() -> None:
     found = expand_paths([FIXTURES, str(FIXTURES / "*.csv")])
-    assert len(found) == len(set(found)) == 5
+    assert len(found) == len(set(found)) == 6  # folders are walked recursively (llm/)
+    assert FIXTURES / "llm" / "injection.jsonl" in found
     with pytest.raises(InputError, match="no such file"):
         expand_paths([FIXTURES / "missing.json"])
 
