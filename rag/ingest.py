@@ -108,7 +108,8 @@ def ingest(
             summary,
             progress,
         )
-        final = store.load_catalog()
+        changed = plan.embed or plan.relabel or plan.delete
+        final = store.load_catalog() if changed else catalog
     summary.total_papers = len(final.papers)
     summary.total_chunks = final.n_chunks
     summary.seconds = round(time.perf_counter() - started, 3)

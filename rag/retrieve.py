@@ -118,6 +118,14 @@ class BM25Index:
         return np.asarray(self.model.get_scores(known), dtype=np.float32)
 
 
+@dataclass(frozen=True, slots=True)
+class _Snapshot:
+    catalog: Catalog
+    bm25: BM25Index
+    terms: TermStats
+    rows: dict[str, int]
+
+
 class TermStats:
     """Document frequencies of stemmed content words over papers, for term weighting."""
 
@@ -149,19 +157,47 @@ class Retriever:
         self.store = store
         self.embedder = embedder
         self.settings = settings
-        self._lock = threading.Lock()
-        self.refresh()
+        self._lock = threading.RLock()
+        self._catalog: Catalog | None = None
+        self._snapshot: _Snapshot | None = None
 
     def refresh(self, catalog: Catalog | None = None) -> None:
-        """Reload the catalog and rebuild BM25 (after an ingest)."""
-        catalog = catalog or self.store.load_catalog()
-        bm25 = BM25Index(catalog.texts)
-        terms = TermStats(
-            [f"{sp.paper.label} {sp.paper.abstract}" for sp in catalog.papers.values()]
-        )
+        """Forget the in-memory state (after an ingest); it is rebuilt on next use."""
         with self._lock:
-            self.catalog, self.bm25, self.terms = catalog, bm25, terms
-            self.rows = catalog.row_of()
+            self._catalog = catalog
+            self._snapshot = None
+
+    @property
+    def catalog(self) -> Catalog:
+        """What the store holds (loaded once, on first use)."""
+        catalog = self._catalog
+        if catalog is None:
+            with self._lock:
+                if self._catalog is None:
+                    self._catalog = self.store.load_catalog()
+                catalog = self._catalog
+        return catalog
+
+    @property
+    def terms(self) -> TermStats:
+        """Term statistics over the stored papers."""
+        return self._state().terms
+
+    def _state(self) -> _Snapshot:
+        """BM25 and term statistics, built once per catalog (not per query)."""
+        snapshot = self._snapshot
+        if snapshot is None:
+            catalog = self.catalog
+            with self._lock:
+                if self._snapshot is None:
+                    texts = [
+                        f"{sp.paper.label} {sp.paper.abstract}" for sp in catalog.papers.values()
+                    ]
+                    self._snapshot = _Snapshot(
+                        catalog, BM25Index(catalog.texts), TermStats(texts), catalog.row_of()
+                    )
+                snapshot = self._snapshot
+        return snapshot
 
     def search(
         self,
@@ -175,7 +211,8 @@ class Retriever:
         top_k = top_k or self.settings.top_k
         mode = mode or self.settings.retriever
         filters = filters or Filters()
-        catalog, bm25, rows = self.catalog, self.bm25, self.rows  # one consistent snapshot
+        state = self._state()  # one consistent snapshot, even if an ingest refreshes meanwhile
+        catalog, bm25, rows = state.catalog, state.bm25, state.rows
         depth = max(50, top_k * DEPTH_PER_K)
         timings = timings if timings is not None else {}
         dense: list[tuple[str, float]] = []
@@ -239,7 +276,8 @@ class Retriever:
             return
         vector = self.embedder.embed_query(query)
         for hit in missing:
-            ids = self.catalog.papers[hit.paper.paper_id].chunk_ids
+            stored = self.catalog.papers.get(hit.paper.paper_id)
+            ids = stored.chunk_ids if stored else []
             sims = self.store.similarities(vector, ids)
             hit.dense_similarity = max(sims) if sims else None
 

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rag.chunk import Chunker, count_tokens, stitch
-from rag.config import BUNDLED_CORPUS
+from rag.config import BUNDLED_CORPUS, Settings
 from rag.embed import LocalEmbedder
 from rag.ingest import read_papers
 from rag.load import expand_paths
@@ -20,7 +20,8 @@ def seed_papers() -> list[Paper]:
 
 
 def test_seed_chunks_cover_the_abstract_and_fit_the_model(embedder: LocalEmbedder) -> None:
-    chunker = Chunker(160, 32)
+    settings = Settings(_env_file=None)  # type: ignore[call-arg]
+    chunker = Chunker(settings.chunk_tokens, settings.chunk_overlap)
     tokenizer = embedder.model.tokenizer
     for paper in seed_papers():
         chunks = chunker.split(paper)
@@ -28,7 +29,7 @@ def test_seed_chunks_cover_the_abstract_and_fit_the_model(embedder: LocalEmbedde
         assert all(c.n_chunks == len(chunks) and c.paper_id == paper.paper_id for c in chunks)
         for chunk in chunks:
             assert paper.abstract[chunk.char_start : chunk.char_end] == chunk.text
-            assert chunk.n_tokens == count_tokens(chunk.text) <= 200
+            assert chunk.n_tokens == count_tokens(chunk.text) <= settings.chunk_tokens
             # all-MiniLM-L6-v2 truncates at 256 word pieces (incl. [CLS]/[SEP]).
             assert len(tokenizer(chunk.text)["input_ids"]) <= 256
         rebuilt = stitch([(c.char_start, c.char_end, c.text) for c in chunks])
