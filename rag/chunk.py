@@ -31,7 +31,8 @@ def count_tokens(text: str) -> int:
 class Chunker:
     """Split abstracts into overlapping token-bounded chunks with offsets."""
 
-    def __init__(self, chunk_tokens: int = 160, overlap: int = 32) -> None:
+    def __init__(self, chunk_tokens: int = 200, overlap: int = 32) -> None:
+        self.chunk_tokens = chunk_tokens
         self.splitter = SentenceSplitter(
             chunk_size=chunk_tokens,
             chunk_overlap=min(overlap, chunk_tokens // 2),
@@ -41,8 +42,10 @@ class Chunker:
     def split(self, paper: Paper) -> list[Chunk]:
         """Split one paper; the union of the chunks covers the whole abstract."""
         text = paper.abstract
-        pieces = self.splitter.split_text(text) or [text]
-        spans = _locate(text, pieces)
+        if count_tokens(text) <= self.chunk_tokens:  # most abstracts: one chunk, no splitter
+            spans = [(0, len(text))]
+        else:
+            spans = _locate(text, self.splitter.split_text(text) or [text])
         return [
             Chunk(
                 chunk_id=chunk_id(paper.paper_id, i),

@@ -11,10 +11,14 @@ from __future__ import annotations
 
 import fcntl
 import os
+import queue
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+import numpy as np
 
 from rag.chunk import Chunker
 from rag.config import Settings
@@ -210,13 +214,23 @@ def _apply(
     keep = {c.chunk_id for _, chunks in work for c in chunks}
     if progress and total:
         progress(0, total)
-    batch: list[tuple[Paper, Chunk]] = []
-    for paper, chunks in work:
-        batch.extend((paper, c) for c in chunks)
-        if len(batch) >= BATCH_CHUNKS:
-            _write(batch, store, embedder, summary, progress, total)
-            batch = []
-    _write(batch, store, embedder, summary, progress, total)
+    with _Writer(store) as writer:
+        batch: list[tuple[Paper, Chunk]] = []
+
+        def flush() -> None:
+            vectors = embedder.embed([embedded_text(p, c) for p, c in batch])
+            writer.put(list(batch), vectors)  # written while the next batch is embedded
+            summary.chunks_embedded += len(batch)
+            if progress:
+                progress(summary.chunks_embedded, total)
+            batch.clear()
+
+        for paper, chunks in work:
+            batch.extend((paper, c) for c in chunks)
+            if len(batch) >= BATCH_CHUNKS:
+                flush()
+        if batch:
+            flush()
     for paper in plan.relabel:
         stored_ids = set(plan.catalog.papers[paper.paper_id].chunk_ids)
         store.update_metadata(
@@ -227,18 +241,41 @@ def _apply(
     summary.chunks_deleted = len(stale)
 
 
-def _write(
-    batch: list[tuple[Paper, Chunk]],
-    store: Store,
-    embedder: Embedder,
-    summary: IngestSummary,
-    progress: Progress | None,
-    total: int,
-) -> None:
-    if not batch:
-        return
-    vectors = embedder.embed([embedded_text(p, c) for p, c in batch])
-    store.write(batch, vectors)
-    summary.chunks_embedded += len(batch)
-    if progress:
-        progress(summary.chunks_embedded, total)
+class _Writer:
+    """Writes batches to the store on a second thread, so Chroma's indexing overlaps the
+    embedding of the next batch. At most two batches wait (bounded memory); the first
+    write error stops the ingest and is raised in the caller's thread."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.queue: queue.Queue[tuple[list[tuple[Paper, Chunk]], np.ndarray] | None] = queue.Queue(
+            maxsize=2
+        )
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, name="rag-writer", daemon=True)
+
+    def __enter__(self) -> _Writer:
+        self.thread.start()
+        return self
+
+    def put(self, batch: list[tuple[Paper, Chunk]], vectors: np.ndarray) -> None:
+        """Queue a batch (blocks while two are waiting)."""
+        self._raise()
+        self.queue.put((batch, vectors))
+
+    def __exit__(self, *exc: object) -> None:
+        self.queue.put(None)
+        self.thread.join()
+        self._raise()
+
+    def _run(self) -> None:
+        while (item := self.queue.get()) is not None:
+            if self.error is None:
+                try:
+                    self.store.write(*item)
+                except BaseException as exc:  # re-raised in the ingest thread
+                    self.error = exc
+
+    def _raise(self) -> None:
+        if self.error is not None:
+            raise self.error
