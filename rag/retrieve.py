@@ -234,8 +234,7 @@ class Retriever:
             timings["bm25"] = _ms(t0)
         t0 = time.perf_counter()
         hits = self._fuse(dense, sparse, catalog, top_k)
-        if mode != "bm25":
-            self._fill_similarity(hits, query)
+        self._fill_similarity(hits, query)  # abstention needs it, whatever the retriever
         timings["fuse"] = _ms(t0)
         return hits
 

@@ -1,0 +1,308 @@
+"""`rag eval`: run | compare | check a question set (registered by rag/cli.py; see eval/README.md).
+
+The index evaluated is the global `rag --index-dir` (or `--chroma-url`) when given on the
+command line, else `OUT/index`: never the user's everyday index from `.env`. The heavy
+stages, and rag.cli itself, are imported inside the commands: `rag --help` stays fast,
+and rag.cli can import this module while it is itself being imported (also when it runs
+as `python -m rag.cli`, where a top-level `from rag.cli import ...` would be circular).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import click
+
+from rag.config import BUNDLED_CORPUS, Settings
+
+if TYPE_CHECKING:
+    from eval.judge import Judge
+    from eval.questions import Question, ResolvedGold
+    from rag.assistant import Assistant
+
+
+class ManyPaths(click.Option):
+    """An option that takes every value up to the next option: `--with-corpus a.json b/`.
+
+    click options take one value each; this wraps the parser's handler for the option so
+    it also consumes the following non-option words (the option may still be repeated).
+    """
+
+    def add_to_parser(self, parser: Any, ctx: click.Context) -> None:
+        super().add_to_parser(parser, ctx)
+        for name in self.opts:
+            option = parser._long_opt.get(name) or parser._short_opt.get(name)
+            if option is not None:
+                option.process = _greedy(option.process)
+
+
+def _greedy(process: Callable[[Any, Any], None]) -> Callable[[Any, Any], None]:
+    def take_all(value: Any, state: Any) -> None:
+        process(value, state)
+        while state.rargs and not state.rargs[0].startswith("-"):
+            process(state.rargs.pop(0), state)
+
+    return take_all
+
+
+def corpus_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    """`--with-corpus PATH...`: distractor abstracts added to the evaluated index."""
+    return click.option(
+        "--with-corpus",
+        "corpora",
+        cls=ManyPaths,
+        multiple=True,
+        metavar="PATH...",
+        help="Files, folders or globs of abstracts to add to the index as distractors "
+        "(e.g. ../shared/corpora/paperlists). The seeds are always in it.",
+    )(func)
+
+
+def questions_argument(func: Callable[..., Any]) -> Callable[..., Any]:
+    """The QUESTIONS.jsonl argument."""
+    return click.argument(
+        "questions_file", metavar="QUESTIONS", type=click.Path(exists=True, dir_okay=False)
+    )(func)
+
+
+@click.group("eval")
+def eval_group() -> None:
+    """Measure how far the assistant can be trusted, on question sets with gold papers."""
+
+
+@eval_group.command("run")
+@questions_argument
+@click.option("--out", required=True, type=click.Path(file_okay=False), help="Output folder.")
+@click.option("--mode", type=click.Choice(["extractive", "llm"]), help="Default: as `rag ask`.")
+@click.option("--retriever", type=click.Choice(["dense", "bm25", "hybrid"]))
+@click.option("--top-k", type=click.IntRange(1, 50), help="Sources per answer (RAG_TOP_K).")
+@corpus_option
+@click.option("--judge", is_flag=True, help="Score faithfulness and relevance with an LLM.")
+@click.option("--judge-model", help="Model for --judge (default: RAG_LLM_MODEL).")
+@click.pass_context
+def run_cmd(
+    ctx: click.Context,
+    questions_file: str,
+    out: str,
+    mode: str | None,
+    retriever: str | None,
+    top_k: int | None,
+    corpora: tuple[str, ...],
+    judge: bool,
+    judge_model: str | None,
+) -> None:
+    """Answer every question of QUESTIONS as `rag ask` does; write results, metrics, report."""
+    from eval.run import Variant, evaluate
+
+    settings = eval_settings(ctx, Path(out))
+    questions = _load(questions_file)
+    _need_endpoint(settings, [mode] if mode else [], judge)
+    assistant, gold, about = _prepare(settings, questions, questions_file, corpora)
+    grader = _judge(settings, judge_model) if judge else None
+    with _friendly_errors(), _bar("Answering", "question", len(questions)) as bar:
+        metrics = evaluate(
+            assistant,
+            questions,
+            gold,
+            Variant(mode, retriever, top_k),
+            Path(out),
+            about,
+            grader,
+            bar.update,
+        )
+    from eval.report import summary_table
+
+    click.echo(summary_table(metrics))
+    click.echo(f"\nWrote {out}/results.jsonl, metrics.json and report.md.")
+
+
+@eval_group.command("compare")
+@questions_argument
+@click.option("--out", required=True, type=click.Path(file_okay=False), help="Output folder.")
+@click.option(
+    "--retriever",
+    "retrievers",
+    type=click.Choice(["dense", "bm25", "hybrid"]),
+    multiple=True,
+    help="Retrievers to compare (repeatable; default: all three).",
+)
+@click.option(
+    "--mode",
+    "modes",
+    type=click.Choice(["extractive", "llm"]),
+    multiple=True,
+    help="Answer modes (repeatable; default: extractive, plus llm when an endpoint is set).",
+)
+@click.option("--top-k", type=click.IntRange(1, 50), help="Sources per answer (RAG_TOP_K).")
+@corpus_option
+@click.pass_context
+def compare_cmd(
+    ctx: click.Context,
+    questions_file: str,
+    out: str,
+    retrievers: tuple[str, ...],
+    modes: tuple[str, ...],
+    top_k: int | None,
+    corpora: tuple[str, ...],
+) -> None:
+    """Run the retriever (and mode) variants on one index; write compare.md and compare.png."""
+    from eval.compare import RETRIEVERS, table, variants, write_comparison
+    from eval.run import evaluate
+
+    settings = eval_settings(ctx, Path(out))
+    questions = _load(questions_file)
+    modes = modes or (("extractive", "llm") if settings.base_url else ("extractive",))
+    _need_endpoint(settings, modes, judge=False)
+    assistant, gold, about = _prepare(settings, questions, questions_file, corpora)
+    runs: dict[str, dict[str, Any]] = {}
+    for variant in variants(retrievers or RETRIEVERS, modes, top_k):
+        name = variant.name(settings)
+        with _friendly_errors(), _bar(name, "question", len(questions)) as bar:
+            runs[name] = evaluate(
+                assistant, questions, gold, variant, Path(out) / name, about, step=bar.update
+            )
+    write_comparison(Path(out), runs)
+    click.echo(table({name: m["overall"] for name, m in runs.items()}))
+    click.echo(f"\nWrote {out}/compare.md and compare.png (each variant in its own folder).")
+
+
+@eval_group.command("check")
+@questions_argument
+@corpus_option
+def check_cmd(questions_file: str, corpora: tuple[str, ...]) -> None:
+    """Check QUESTIONS: the format, and that each gold snippet names exactly one paper among
+    the seeds (and any --with-corpus abstracts). Reads the files; embeds nothing."""
+    from collections import Counter
+
+    from eval.questions import abstracts_in_files, resolve_gold
+
+    questions = _load(questions_file)
+    with _friendly_errors():
+        abstracts = abstracts_in_files([BUNDLED_CORPUS, *corpora])
+    resolved = resolve_gold(questions, abstracts)
+    kinds = Counter(q.kind for q in questions)
+    click.echo(
+        f"{len(questions)} questions ({', '.join(f'{n} {k}' for k, n in kinds.items())}); "
+        f"gold checked against {len(abstracts)} papers"
+    )
+    for problem in resolved.problems:
+        click.echo(f"  {problem}")
+    if resolved.problems:
+        raise SystemExit(1)
+    click.echo("Every gold entry names exactly one paper.")
+
+
+# -- shared steps ---------------------------------------------------------------------
+
+
+def eval_settings(ctx: click.Context, out: Path) -> Settings:
+    """The settings, pointed at the index to evaluate (see the module docstring)."""
+    obj = ctx.find_root().obj or {}
+    params = ctx.find_root().params
+    try:
+        settings = obj.get("settings") or Settings()  # type: ignore[call-arg]
+    except Exception as exc:  # pydantic names the bad variable
+        _fail(f"invalid settings: {exc}")
+    index_dir = params.get("index_dir")
+    return settings.model_copy(
+        update={
+            "index_dir": Path(index_dir) if index_dir else out / "index",
+            "chroma_url": params.get("chroma_url") or None,
+        }
+    )
+
+
+def _load(path: str) -> list[Question]:
+    from eval.questions import QuestionError, load_questions
+
+    try:
+        return load_questions(path)
+    except QuestionError as exc:
+        _fail(str(exc))
+
+
+def _need_endpoint(settings: Settings, modes: Sequence[str], judge: bool) -> None:
+    if settings.base_url:
+        return
+    if "llm" in modes:
+        _fail("--mode llm needs an endpoint: set OPENAI_BASE_URL (see .env.example)")
+    if judge:
+        _fail("--judge needs an endpoint: set OPENAI_BASE_URL (see .env.example)")
+
+
+def _judge(settings: Settings, model: str | None) -> Judge:
+    from eval.judge import Judge
+
+    return Judge(settings, model)
+
+
+def _prepare(
+    settings: Settings, questions: list[Question], questions_file: str, corpora: Sequence[str]
+) -> tuple[Assistant, ResolvedGold, dict[str, Any]]:
+    """Open and update the index (seeds + corpora), then resolve the gold papers."""
+    from eval.run import gold_of, open_index
+
+    click.echo(f"Index: {settings.chroma_url or settings.index_dir}", err=True)
+    with _friendly_errors(), _bar("Embedding chunks", "chunk") as bar:
+        assistant, summary = open_index(settings, corpora, progress=_ingest_progress(bar))
+    click.echo(
+        f"Index holds {summary.total_papers} papers ({summary.chunks_embedded} chunks embedded "
+        f"now, {summary.seconds:.1f} s)",
+        err=True,
+    )
+    gold = gold_of(assistant, questions)
+    for problem in gold.problems:
+        click.echo(f"! gold {problem}: question not scored", err=True)
+    about = {
+        "questions_file": questions_file,
+        "corpora": list(corpora),
+        "ingest": {
+            "chunks_embedded": summary.chunks_embedded,
+            "papers_new": summary.papers_new,
+            "seconds": summary.seconds,
+            "skipped": len(summary.skipped),
+        },
+    }
+    return assistant, gold, about
+
+
+def _fail(message: str) -> NoReturn:
+    """Stop with one line and exit status 2, as every `rag` command does."""
+    from rag.cli import UserError
+
+    raise UserError(message) from None
+
+
+@contextmanager
+def _friendly_errors() -> Iterator[None]:
+    from rag.cli import friendly_errors
+
+    with friendly_errors():
+        yield
+
+
+@contextmanager
+def _bar(label: str, unit: str, total: int | None = None) -> Iterator[Any]:
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, desc=label, unit=unit, file=sys.stderr, disable=None, leave=False)
+    started = time.perf_counter()
+    try:
+        yield bar
+    finally:
+        bar.close()
+        if total:
+            click.echo(f"{label}: {time.perf_counter() - started:.1f} s", err=True)
+
+
+def _ingest_progress(bar: Any) -> Callable[[int, int], None]:
+    def progress(done: int, total: int) -> None:
+        bar.total, bar.n = total, done
+        bar.refresh()
+
+    return progress

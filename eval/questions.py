@@ -1,0 +1,189 @@
+"""Question sets: JSONL lines -> checked `Question`s, and gold snippets -> paper ids.
+
+The format is in eval/questions/README.md: only `id` and `question` are required. Gold
+papers are named by a verbatim snippet of their abstract (or `id:<paper id>`), so a set
+survives re-ingest and id changes; `resolve_gold` turns them into the ids of the index
+being evaluated and reports every snippet that matches no paper or more than one. A
+question whose gold does not resolve is answered but not scored: scoring it against a
+partial gold set would be wrong in either direction.
+
+Deliberately left out: any fuzzy matching. A snippet that does not match verbatim is a
+defect in the question set, reported as such.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rag.ingest import read_papers
+from rag.load import expand_paths
+from rag.papers import FieldMap
+from rag.types import IngestSummary, Paper, normalise_text
+
+KINDS = ("lookup", "factual", "multi", "unanswerable")
+ID_PREFIX = "id:"
+_KEYS = {"id", "question", "kind", "gold", "answer_contains", "answerable"}
+
+
+class QuestionError(ValueError):
+    """A question set that cannot be read; the message names the file and line(s)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    """One question of a set, with its defaults filled in."""
+
+    id: str
+    question: str
+    kind: str = "lookup"
+    gold: tuple[str, ...] = ()  # snippets or "id:<paper id>"
+    answer_contains: tuple[str, ...] = ()
+    answerable: bool = True
+    line: int = 0  # 1-based line in the file, for messages
+
+
+@dataclass(frozen=True, slots=True)
+class GoldProblem:
+    """A gold entry that names no paper, or more than one."""
+
+    question_id: str
+    entry: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.question_id}: {self.entry!r} {self.reason}"
+
+
+@dataclass(slots=True)
+class ResolvedGold:
+    """Gold paper ids per question id; None where the question is not scored on gold."""
+
+    ids: dict[str, frozenset[str] | None]
+    problems: list[GoldProblem]
+
+
+def load_questions(path: str | Path) -> list[Question]:
+    """Read and check a JSONL question set; every problem is reported as FILE:LINE."""
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise QuestionError(f"cannot read {path}: {exc}") from None
+    questions: list[Question] = []
+    errors: list[str] = []
+    seen: dict[str, int] = {}
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            question = parse_question(line, number)
+        except ValueError as exc:
+            errors.append(f"{path}:{number}: {exc}")
+            continue
+        if question.id in seen:
+            errors.append(f"{path}:{number}: id {question.id!r} repeats line {seen[question.id]}")
+            continue
+        seen[question.id] = number
+        questions.append(question)
+    if errors:
+        more = f"\n… and {len(errors) - 10} more" if len(errors) > 10 else ""
+        raise QuestionError("\n".join(errors[:10]) + more)
+    if not questions:
+        raise QuestionError(f"{path}: no questions")
+    return questions
+
+
+def parse_question(line: str, number: int = 0) -> Question:
+    """One JSONL line -> Question, or ValueError saying what is wrong with it."""
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(data, dict):
+        raise ValueError("expected a JSON object")
+    unknown = sorted(set(data) - _KEYS)
+    if unknown:
+        raise ValueError(f"unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(_KEYS))}")
+    qid = _text(data, "id")
+    kind = data.get("kind", "lookup")
+    if kind not in KINDS:
+        raise ValueError(f"`kind` must be one of {', '.join(KINDS)}, got {kind!r}")
+    answerable = data.get("answerable", kind != "unanswerable")
+    if not isinstance(answerable, bool):
+        raise ValueError("`answerable` must be true or false")
+    if kind == "unanswerable" and answerable:
+        raise ValueError("an `unanswerable` question cannot have `answerable: true`")
+    return Question(
+        id=qid,
+        question=_text(data, "question"),
+        kind=kind,
+        gold=_strings(data, "gold"),
+        answer_contains=_strings(data, "answer_contains"),
+        answerable=answerable,
+        line=number,
+    )
+
+
+def _text(data: dict[str, Any], key: str) -> str:
+    value = data.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"`{key}` must be a non-empty string")
+    return value.strip()
+
+
+def _strings(data: dict[str, Any], key: str) -> tuple[str, ...]:
+    value = data.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise ValueError(f"`{key}` must be a list of non-empty strings")
+    return tuple(v.strip() for v in value)
+
+
+def resolve_gold(questions: Iterable[Question], abstracts: Mapping[str, str]) -> ResolvedGold:
+    """Match gold entries to paper ids (abstracts: paper id -> abstract).
+
+    A snippet matches a paper when it is a substring of the abstract after both are
+    whitespace-collapsed and case-folded; it must match exactly one paper. E.g. with
+    abstracts {"p1": "We  propose X.", "p2": "We study Y."}, gold ["propose x"] -> {"p1"}
+    and gold ["we"] -> not scored, "matches 2 papers".
+    """
+    normalised = {pid: normalise_text(text) for pid, text in abstracts.items()}
+    resolved: dict[str, frozenset[str] | None] = {}
+    problems: list[GoldProblem] = []
+    for q in questions:
+        if not q.gold:
+            resolved[q.id] = None
+            continue
+        ids: set[str] = set()
+        complete = True
+        for entry in q.gold:
+            matches = _matches(entry, normalised)
+            if len(matches) == 1:
+                ids.update(matches)
+                continue
+            complete = False
+            reason = (
+                "matches no paper in the index"
+                if not matches
+                else f"matches {len(matches)} papers ({', '.join(sorted(matches)[:3])}…)"
+            )
+            problems.append(GoldProblem(q.id, entry, reason))
+        resolved[q.id] = frozenset(ids) if complete else None
+    return ResolvedGold(resolved, problems)
+
+
+def _matches(entry: str, normalised: Mapping[str, str]) -> list[str]:
+    if entry.startswith(ID_PREFIX):
+        pid = entry[len(ID_PREFIX) :].strip()
+        return [pid] if pid in normalised else []
+    snippet = normalise_text(entry)
+    return [pid for pid, text in normalised.items() if snippet in text]
+
+
+def abstracts_in_files(paths: Iterable[str | Path]) -> dict[str, str]:
+    """Paper id -> abstract for the papers in files, deduplicated as ingest does (no index)."""
+    found = read_papers(expand_paths(paths), FieldMap(), IngestSummary())
+    return {p.paper_id: p.abstract for p in found if isinstance(p, Paper)}

@@ -1,0 +1,244 @@
+"""Questions -> answers through the `rag ask` code path -> results.jsonl and metrics.json.
+
+Each question is answered by `Assistant.ask` and serialised by `rag.cli.answer_json`,
+exactly as `rag ask --json` does, so what is measured is what users get. Ranking metrics
+need a deeper list than the sources shown (6 by default), so each question is also
+searched once at depth max(10, top-k) with the same retriever; both are recorded.
+
+The index evaluated always holds the bundled seeds (the question sets are about them),
+plus any `--with-corpus` distractors; ingest is incremental, so a second run over an
+unchanged corpus embeds nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from eval.judge import Judge
+from eval.metrics import Outcome, question_scores, summarise
+from eval.questions import Question, ResolvedGold, resolve_gold
+from eval.report import write_report
+from rag.assistant import Assistant
+from rag.cli import answer_json
+from rag.config import BUNDLED_CORPUS, Settings
+from rag.embed import Embedder
+from rag.ingest import Progress
+from rag.types import Hit, IngestSummary
+
+RANKING_DEPTH = 10
+WARM_UP = "A warm-up sentence: the first call to a model also pays for its set-up."
+Step = Callable[[int], None]  # called with 1 after each question
+
+
+@dataclass(frozen=True, slots=True)
+class Variant:
+    """One configuration to evaluate; None means the setting's default."""
+
+    mode: str | None = None
+    retriever: str | None = None
+    top_k: int | None = None
+
+    def name(self, settings: Settings) -> str:
+        """A short label: 'extractive-hybrid' (with '-k10' when top-k is set)."""
+        used = self.resolved(settings)
+        k = f"-k{self.top_k}" if self.top_k else ""
+        return f"{used['mode']}-{used['retriever']}{k}"
+
+    def resolved(self, settings: Settings) -> dict[str, Any]:
+        """The values actually used: {"mode": "extractive", "retriever": "hybrid", "top_k": 6}."""
+        return {
+            "mode": self.mode or settings.answer_mode,
+            "retriever": self.retriever or settings.retriever,
+            "top_k": self.top_k or settings.top_k,
+        }
+
+
+@dataclass(slots=True)
+class Result:
+    """One question, its answer (the `rag ask --json` object) and the deeper ranking."""
+
+    question: Question
+    answer: dict[str, Any]
+    ranking: list[dict[str, Any]]
+    gold: frozenset[str] | None
+    judge: dict[str, Any] = field(default_factory=dict)
+
+    def outcome(self) -> Outcome:
+        """What the metrics read."""
+        return Outcome(
+            kind=self.question.kind,
+            answerable=self.question.answerable,
+            gold=self.gold,
+            ranked=tuple(h["paper_id"] for h in self.ranking),
+            cited=frozenset(s["paper_id"] for s in self.answer["sources"] if s["cited"]),
+            abstained=self.answer["abstained"],
+            answer=self.answer["answer"],
+            answer_contains=self.question.answer_contains,
+            timings_ms=self.answer["timings_ms"],
+            judge={k: self.judge.get(k) for k in ("faithfulness", "answer_relevance")},
+        )
+
+    @property
+    def top_similarity(self) -> float | None:
+        """The best hit's cosine similarity: what abstention is calibrated on."""
+        return self.ranking[0]["dense_similarity"] if self.ranking else None
+
+    def to_json(self) -> dict[str, Any]:
+        """One results.jsonl line: `id`, the whole ask object, then an `eval` block."""
+        q = self.question
+        return {
+            "id": q.id,
+            **self.answer,
+            "eval": {
+                "kind": q.kind,
+                "answerable": q.answerable,
+                "gold": sorted(self.gold) if self.gold is not None else None,
+                "answer_contains": list(q.answer_contains),
+                "ranking": self.ranking,
+                "scores": question_scores(self.outcome()),
+                "judge": self.judge or None,
+            },
+        }
+
+
+def evaluate(
+    assistant: Assistant,
+    questions: Sequence[Question],
+    gold: ResolvedGold,
+    variant: Variant,
+    out: Path,
+    about: dict[str, Any],
+    judge: Judge | None = None,
+    step: Step | None = None,
+) -> dict[str, Any]:
+    """Answer, score and write results.jsonl, metrics.json and report.md into `out`.
+
+    `about` adds to the run block of metrics.json (questions file, corpora, ingest).
+    """
+    started = time.perf_counter()
+    forget_cached_queries()
+    results = answer_all(assistant, questions, gold, variant, step)
+    if judge is not None:
+        for r in results:
+            r.judge = judge.score(r.question.question, r.answer)
+    seconds = round(time.perf_counter() - started, 1)
+    run = {**about, **run_info(assistant, variant, judge), "seconds": seconds}
+    metrics = metrics_of(results, gold, run)
+    write_results(out, results, metrics)
+    write_report(out, results, metrics)
+    return metrics
+
+
+def forget_cached_queries() -> None:
+    """Make every run pay for its own query embeddings (rag.embed caches 1,024 of them), so
+    variants compared on the same questions have comparable latencies."""
+    from rag import embed
+
+    clear = getattr(getattr(embed, "_cached_query", None), "cache_clear", None)
+    if clear is not None:
+        clear()
+
+
+def open_index(
+    settings: Settings,
+    corpora: Sequence[str | Path] = (),
+    embedder: Embedder | None = None,
+    progress: Progress | None = None,
+) -> tuple[Assistant, IngestSummary]:
+    """Open the index in `settings` and bring it in step with the seeds and the corpora."""
+    assistant = Assistant(settings, embedder)
+    summary = assistant.ingest([BUNDLED_CORPUS, *corpora], progress=progress)
+    return assistant, summary
+
+
+def gold_of(assistant: Assistant, questions: Sequence[Question]) -> ResolvedGold:
+    """Resolve the questions' gold snippets against the papers in the assistant's index."""
+    papers = assistant.retriever.catalog.papers
+    return resolve_gold(questions, {pid: sp.paper.abstract for pid, sp in papers.items()})
+
+
+def answer_all(
+    assistant: Assistant,
+    questions: Sequence[Question],
+    gold: ResolvedGold,
+    variant: Variant = Variant(),
+    step: Step | None = None,
+) -> list[Result]:
+    """Answer every question as `rag ask` would, and rank it at depth >= 10."""
+    depth = max(RANKING_DEPTH, variant.top_k or assistant.settings.top_k)
+    assistant.embedder.embed([WARM_UP])  # load lazily initialised weights before timing
+    results: list[Result] = []
+    for q in questions:
+        # Ask first: the query embedding is cached, so its cost lands in the ask's timings.
+        answer = assistant.ask(
+            q.question, top_k=variant.top_k, mode=variant.mode, retriever=variant.retriever
+        )
+        hits = assistant.search(q.question, top_k=depth, retriever=variant.retriever)
+        results.append(Result(q, answer_json(answer), [_hit(h) for h in hits], gold.ids[q.id]))
+        if step:
+            step(1)
+    return results
+
+
+def _hit(hit: Hit) -> dict[str, Any]:
+    return {
+        "paper_id": hit.paper.paper_id,
+        "title": hit.paper.label,
+        "score": round(hit.score, 6),
+        "dense_similarity": _round(hit.dense_similarity),
+        "bm25_score": _round(hit.bm25_score),
+    }
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
+
+
+def metrics_of(
+    results: Sequence[Result], gold: ResolvedGold, run: dict[str, Any]
+) -> dict[str, Any]:
+    """The metrics.json object: run settings, the metrics, and what could not be scored."""
+    return {
+        "run": run,
+        **summarise([r.outcome() for r in results]),
+        "gold_problems": [
+            {"id": p.question_id, "entry": p.entry, "reason": p.reason} for p in gold.problems
+        ],
+        "unscored": [r.question.id for r in results if not r.outcome().scored],
+        # an LLM run whose endpoint failed answers extractively: say how often
+        "answer_modes": dict(Counter(r.answer["mode"] for r in results)),
+    }
+
+
+def write_results(out: Path, results: Sequence[Result], metrics: dict[str, Any]) -> None:
+    """Write results.jsonl (one line per question) and metrics.json into `out`."""
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "results.jsonl", "w", encoding="utf-8") as handle:
+        for r in results:
+            handle.write(json.dumps(r.to_json(), ensure_ascii=False) + "\n")
+    (out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
+
+
+def run_info(assistant: Assistant, variant: Variant, judge: Judge | None) -> dict[str, Any]:
+    """The settings a reader needs to reproduce or compare a run."""
+    s = assistant.settings
+    used = variant.resolved(s)
+    stats = assistant.stats()
+    return {
+        **used,
+        "ranking_depth": max(RANKING_DEPTH, used["top_k"]),
+        "index": stats["location"],
+        "papers": stats["papers"],
+        "chunks": stats["chunks"],
+        "embedding_model": stats["embedding_model"],
+        "llm_model": s.llm_model if used["mode"] == "llm" else None,
+        "judge_model": judge.model if judge else None,
+        "abstention": {k: v for k, v in s.model_dump().items() if k.startswith("abstain_")},
+        "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+    }

@@ -1,0 +1,111 @@
+"""Question sets: loading errors name file and line; gold snippets resolve to one paper."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from eval.questions import (
+    QuestionError,
+    abstracts_in_files,
+    load_questions,
+    parse_question,
+    resolve_gold,
+)
+from rag.config import BUNDLED_CORPUS
+
+QUESTIONS = Path(__file__).resolve().parents[1] / "eval" / "questions" / "iclr2026.jsonl"
+
+
+def write(tmp_path: Path, *lines: object) -> Path:
+    path = tmp_path / "set.jsonl"
+    path.write_text(
+        "\n".join(x if isinstance(x, str) else json.dumps(x) for x in lines) + "\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+def test_only_id_and_question_are_required(tmp_path: Path) -> None:
+    (q,) = load_questions(write(tmp_path, {"id": "a", "question": "What is X?"}))
+    assert (q.kind, q.gold, q.answer_contains, q.answerable, q.line) == ("lookup", (), (), True, 1)
+
+
+def test_unanswerable_defaults_to_not_answerable() -> None:
+    q = parse_question(json.dumps({"id": "u", "question": "Q?", "kind": "unanswerable"}))
+    assert q.answerable is False
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("{not json", "not JSON"),
+        ("[1, 2]", "JSON object"),
+        (json.dumps({"question": "Q?"}), "`id`"),
+        (json.dumps({"id": "a", "question": "  "}), "`question`"),
+        (json.dumps({"id": "a", "question": "Q?", "kind": "trivia"}), "`kind`"),
+        (json.dumps({"id": "a", "question": "Q?", "gold": "one snippet"}), "`gold`"),
+        (json.dumps({"id": "a", "question": "Q?", "answerable": "yes"}), "`answerable`"),
+        (json.dumps({"id": "a", "question": "Q?", "answer_contain": ["x"]}), "answer_contain"),
+        (
+            json.dumps({"id": "a", "question": "Q?", "kind": "unanswerable", "answerable": True}),
+            "cannot have",
+        ),
+    ],
+)
+def test_bad_lines_are_reported_with_file_and_line(tmp_path: Path, line: str, message: str) -> None:
+    path = write(tmp_path, {"id": "ok", "question": "Fine?"}, "", line)
+    with pytest.raises(QuestionError, match=message) as caught:
+        load_questions(path)
+    assert f"{path}:3:" in str(caught.value)
+
+
+def test_repeated_ids_are_an_error(tmp_path: Path) -> None:
+    path = write(tmp_path, {"id": "a", "question": "Q1?"}, {"id": "a", "question": "Q2?"})
+    with pytest.raises(QuestionError, match="repeats line 1"):
+        load_questions(path)
+
+
+def test_an_empty_file_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(QuestionError, match="no questions"):
+        load_questions(write(tmp_path, ""))
+
+
+ABSTRACTS = {
+    "p1": "We propose  Group Tree\nOptimization for drafts.",
+    "p2": "We study alternating gradient descent-ascent.",
+    "p3": "We propose a kernel for graphs.",
+}
+
+
+def resolve(*gold: str) -> tuple[frozenset[str] | None, list[str]]:
+    q = parse_question(json.dumps({"id": "q", "question": "Q?", "gold": list(gold)}))
+    result = resolve_gold([q], ABSTRACTS)
+    return result.ids["q"], [p.reason for p in result.problems]
+
+
+def test_snippets_match_case_and_spacing_blind() -> None:
+    assert resolve("group tree optimization") == (frozenset({"p1"}), [])
+    assert resolve("GRADIENT  descent-ascent", "id:p3") == (frozenset({"p2", "p3"}), [])
+
+
+def test_ambiguous_or_unknown_gold_leaves_the_question_unscored() -> None:
+    ids, problems = resolve("group tree", "we propose")
+    assert ids is None and problems == ["matches 2 papers (p1, p3…)"]
+    ids, problems = resolve("a sentence no abstract has", "id:p9")
+    assert ids is None and problems == ["matches no paper in the index"] * 2
+
+
+def test_no_gold_means_not_scored_without_a_problem() -> None:
+    assert resolve() == (None, [])
+
+
+def test_the_shipped_set_resolves_against_the_seeds() -> None:
+    questions = load_questions(QUESTIONS)
+    result = resolve_gold(questions, abstracts_in_files([BUNDLED_CORPUS]))
+    assert [str(p) for p in result.problems] == []
+    answerable = [q for q in questions if q.answerable]
+    assert all(result.ids[q.id] for q in answerable)
+    assert all(len(result.ids[q.id] or ()) == len(q.gold) for q in answerable)
