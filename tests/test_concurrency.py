@@ -18,5 +18,6 @@ def test_sixteen_concurrent_questions_match_their_sequential_answers(seeded: Ass
         assert [s.paper_id for s in answer.sources] == expected[answer.question]
         assert answer.answer.strip()
     totals = [a.timings_ms["total"] for a in answers]
-    print(f"16 concurrent questions: p50 {percentile(totals, 50)} ms, "
-          f"p95 {percentile(totals, 95)} ms")
+    print(
+        f"16 concurrent questions: p50 {percentile(totals, 50)} ms, p95 {percentile(totals, 95)} ms"
+    )
