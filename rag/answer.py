@@ -16,33 +16,19 @@ from pathlib import Path
 
 import numpy as np
 
-from rag import prompts
+from rag import extractive, prompts
 from rag.chunk import count_tokens
 from rag.citations import check
 from rag.config import Settings
 from rag.embed import Embedder
 from rag.llm import ChatClient, LLMError, OnReset, OnToken
-from rag.text import overlap, split_sentences
+from rag.text import overlap
 from rag.types import Answer, Hit, Source
 
 Coverage = Callable[[str, str], float]
 NOT_FOUND = f"The answer is {prompts.ABSTAIN_PHRASE}."
-RELATIVE_MARGIN = 0.12  # sources within this cosine of the best are answer candidates
-MAX_ANSWER_SOURCES = 4
-_QUANTITY = re.compile(
-    r"\b(how (much|many|fast|large|long)|what (speed|accuracy|rate|factor|"
-    r"percentage|improvement|reduction|gain|number|size|score)|by how)\b",
-    re.I,
-)
 _ASKS_AUTHORS = re.compile(r"\b(who (wrote|are the authors|authored)|authors?|affiliat\w+)\b", re.I)
 _ASKS_CODE = re.compile(r"\b(github|code (link|repository|url)|source code|repo(sitory)?)\b", re.I)
-# Sentences that say what a paper does or finds, as opposed to background.
-_CONTRIBUTION = re.compile(
-    r"\b(we (propose|introduce|present|develop|show|prove|demonstrate|derive|establish|design)"
-    r"|our (method|approach|algorithm|framework|results?|experiments?|analysis)"
-    r"|this (paper|work) (proposes|introduces|presents|shows)|achiev\w*|outperform\w*)\b",
-    re.I,
-)
 _URL = re.compile(r"https?://\S+")
 
 
@@ -148,51 +134,17 @@ class Answerer:
     def extractive(self, question: str, hits: list[Hit]) -> Answer:
         """Compose an answer from the best sentences of the best sources, each cited."""
         sources = make_sources(hits)
-        candidates = _candidates(hits)
-        picked = self._pick_sentences(question, [sources[i] for i in candidates])
+        chosen = [sources[i] for i in extractive.candidates(hits, extractive.Intent.of(question))]
+        picked = extractive.pick_sentences(
+            question, self.embedder.embed_query(question), chosen, self._sentence_vectors
+        )
         if not picked:
             return abstention(question, sources, "extractive")
-        lines: list[str] = []
         for source, sentences in picked:
             source.cited = True
             source.highlights = sentences
-            body = " ".join(f"{sentence} [{source.n}]" for sentence in sentences)
-            lines.append(body if source.title_is_derived else f"**{source.title}**: {body}")
-        if len(lines) == 1:
-            text = lines[0]
-        else:
-            text = "Relevant findings:\n" + "\n".join(f"- {line}" for line in lines)
+        text = extractive.compose(picked)
         return Answer(question, text, False, [s.n for s, _ in picked], sources, "extractive")
-
-    def _pick_sentences(
-        self, question: str, sources: list[Source]
-    ) -> list[tuple[Source, list[str]]]:
-        """Per source, the sentence that best answers the question (plus, when that one
-        only sets the scene, the sentence saying what the paper does or finds)."""
-        q = self.embedder.embed_query(question)
-        wants_number = bool(_QUANTITY.search(question))
-        picked: list[tuple[Source, list[str]]] = []
-        for rank, source in enumerate(sources):
-            sentences = split_sentences(source.text)
-            if not sentences:
-                continue
-            similarity = self._sentence_vectors(sentences) @ q
-            scores = [
-                float(similarity[j])
-                + 0.3 * overlap(question, sent)
-                + (0.1 if wants_number and re.search(r"\d", sent) else 0.0)
-                + (0.05 if _CONTRIBUTION.search(sent) else 0.0)
-                for j, sent in enumerate(sentences)
-            ]
-            order = sorted(range(len(sentences)), key=lambda j: -scores[j])
-            chosen = [order[0]]
-            finding = next((j for j in order if _CONTRIBUTION.search(sentences[j])), None)
-            if not _CONTRIBUTION.search(sentences[order[0]]) and finding is not None:
-                chosen.append(finding)
-            elif rank == 0 and len(order) > 1 and scores[order[1]] >= 0.85 * scores[order[0]]:
-                chosen.append(order[1])
-            picked.append((source, [sentences[j] for j in sorted(chosen)]))
-        return picked
 
     def _sentence_vectors(self, sentences: list[str]) -> np.ndarray:
         """Embed sentences, reusing vectors of sentences seen before (same abstracts recur)."""
@@ -307,14 +259,3 @@ def _trim_to_tokens(text: str, tokens: int) -> str:
     while words and count_tokens(" ".join(words)) > tokens:
         words = words[: int(len(words) * 0.9)]
     return " ".join(words) + " …"
-
-
-def _candidates(hits: list[Hit]) -> list[int]:
-    """Indexes of hits close enough to the best one to be used in the answer."""
-    best = hits[0].dense_similarity or 0.0
-    keep = [
-        i
-        for i, h in enumerate(hits)
-        if i == 0 or (h.dense_similarity or 0.0) >= best - RELATIVE_MARGIN
-    ]
-    return keep[:MAX_ANSWER_SOURCES]
