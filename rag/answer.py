@@ -27,7 +27,11 @@ from rag.types import Answer, Hit, Source
 
 Coverage = Callable[[str, str], float]
 NOT_FOUND = f"The answer is {prompts.ABSTAIN_PHRASE}."
-_ASKS_AUTHORS = re.compile(r"\b(who (wrote|are the authors|authored)|authors?|affiliat\w+)\b", re.I)
+_ASKS_AUTHORS = re.compile(
+    r"\b(who (wrote|authored|are the authors)|authors?|affiliat\w+|written by|which "
+    r"(university|universities|company|companies|lab|labs|institution|institutions|group))\b",
+    re.I,
+)
 _ASKS_CODE = re.compile(r"\b(github|code (link|repository|url)|source code|repo(sitory)?)\b", re.I)
 _URL = re.compile(r"https?://\S+")
 
@@ -57,40 +61,52 @@ def _short_source(source: str) -> str:
     return f"{Path(file).name}:{position}"
 
 
-def evidence_is_weak(
+def weak_evidence(
     question: str, hits: list[Hit], settings: Settings, coverage: Coverage = overlap
-) -> bool:
-    """Abstain when the best paper is neither close in meaning nor holds the key terms.
+) -> str | None:
+    """Say why the retrieved abstracts cannot answer, or None when they may.
 
-    `coverage(question, text)` scores how much of what is asked the text contains
-    (IDF-weighted by the retriever, so rare terms like 'cryo-EM' decide).
+    Abstain when the best paper is neither close in meaning nor holds the key terms
+    (`coverage(question, text)` is IDF-weighted by the retriever, so rare terms like
+    'cryo-EM' decide), or when a detail is asked for that its record does not hold.
     """
     if not hits:
-        return True
+        return "the index holds no matching paper"
     best = hits[0]
+    text = f"{best.paper.label} {best.paper.abstract}"
     similarity = best.dense_similarity if best.dense_similarity is not None else 0.0
     if similarity < settings.abstain_min_similarity:
-        return True
-    covered = coverage(question, f"{best.paper.label} {best.paper.abstract}")
+        return f"the closest abstract is too far from the question (cosine {similarity:.2f})"
+    covered = coverage(question, text)
     if covered < settings.abstain_min_coverage and (
         similarity < settings.abstain_confident_similarity
     ):
-        return True
-    return _asks_for_missing_detail(question, best)
+        return (
+            f"the closest abstract holds too little of what is asked (coverage "
+            f"{covered:.2f}, cosine {similarity:.2f})"
+        )
+    return _missing_detail(question, best, text)
 
 
-def _asks_for_missing_detail(question: str, hit: Hit) -> bool:
-    """Authors or code links are asked for, and the record does not hold them."""
+def _missing_detail(question: str, hit: Hit, text: str) -> str | None:
+    """Authors, affiliations, code links or named figures asked for but not recorded."""
     if _ASKS_AUTHORS.search(question) and not hit.paper.authors:
-        return True
-    return bool(_ASKS_CODE.search(question) and not _URL.search(hit.paper.abstract))
+        return "the records hold no author or affiliation information"
+    if _ASKS_CODE.search(question) and not _URL.search(hit.paper.abstract):
+        return "the abstract gives no code link"
+    intent = extractive.Intent.of(question)
+    if intent.wants and not intent.plural:
+        missing = extractive.missing_names(question, text)
+        if missing:
+            return "the closest abstract does not mention " + ", ".join(missing)
+    return None
 
 
-def abstention(question: str, sources: list[Source], mode: str) -> Answer:
+def abstention(question: str, sources: list[Source], mode: str, why: str = "") -> Answer:
     """The plain 'not found' answer, listing the closest papers."""
     closest = "\n".join(f"- {s.title} ({s.source})" for s in sources[:3])
     text = NOT_FOUND + (f"\n\nClosest papers:\n{closest}" if closest else "")
-    return Answer(question, text, True, [], sources, mode)
+    return Answer(question, text, True, [], sources, mode, [f"abstained: {why}"] if why else [])
 
 
 class Answerer:
@@ -120,8 +136,9 @@ class Answerer:
         """Answer from the hits; `mode` overrides the settings (llm | extractive)."""
         mode = mode or self.settings.answer_mode
         sources = make_sources(hits)
-        if evidence_is_weak(question, hits, self.settings, self.coverage):
-            return abstention(question, sources, mode if self.client else "extractive")
+        why = weak_evidence(question, hits, self.settings, self.coverage)
+        if why:
+            return abstention(question, sources, mode if self.client else "extractive", why)
         if mode == "llm" and self.client is not None:
             return self._llm(question, hits, on_token, on_reset)
         notices = ["no LLM endpoint configured; answered extractively"] if mode == "llm" else []

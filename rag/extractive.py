@@ -29,7 +29,8 @@ MAX_SOURCES = {False: 2, True: 5}
 _NUMBER_Q = re.compile(
     r"\b(how (much|many|fast|large|long|big|often)|by how|up to what|what ([\w-]+ ){0,3}"
     r"(fraction|percentage|speed-?up|accuracy|rates?|factor|improvement|reduction|gain|"
-    r"number|sizes?|scale|score|ratio|overhead|complexity|bound|error|regret))\b",
+    r"number|sizes?|scale|score|ratio|overhead|complexity|bound|error|regret|perplexity|"
+    r"latency|throughput|memory|cost|time))\b",
     re.I,
 )
 _ENTITY_Q = re.compile(
@@ -69,14 +70,13 @@ class Intent:
     @classmethod
     def of(cls, question: str) -> Intent:
         """'How much faster is X?' -> Intent('number', False)."""
-        wants = (
-            "number"
-            if _NUMBER_Q.search(question)
-            else "entity"
-            if _ENTITY_Q.search(question)
-            else None
-        )
-        return cls(wants, bool(_PLURAL_Q.search(question)))
+        plural = bool(_PLURAL_Q.search(question))  # "which papers ..." asks for papers
+        wants = None
+        if _NUMBER_Q.search(question):
+            wants = "number"
+        elif _ENTITY_Q.search(question) and not plural:
+            wants = "entity"
+        return cls(wants, plural)
 
     def evidence(self, sentence: str, question: str) -> int:
         """Count what a sentence offers of the kind asked for: figures, or names the
@@ -87,6 +87,22 @@ class Intent:
             asked = question.casefold()
             return len({n for n in _NAME.findall(sentence) if n.casefold() not in asked})
         return 0
+
+
+def missing_names(question: str, text: str) -> list[str]:
+    """Names in the question ('MATH-500', 'AlpacaEval') that the text never mentions.
+
+    A descriptive suffix is dropped first ('DCT-based' -> 'DCT'), and a plural 's'
+    ('GPUs' -> 'GPU'), so only the name itself must occur.
+    """
+    haystack = text.casefold()
+    missing = []
+    for name in dict.fromkeys(_NAME.findall(question)):
+        core = re.sub(r"-[a-z]+$", "", name)
+        core = core[:-1] if core.endswith("s") and core[:-1].isupper() else core
+        if core.casefold() not in haystack:
+            missing.append(core)
+    return missing
 
 
 def candidates(hits: list[Hit], intent: Intent) -> list[int]:

@@ -10,7 +10,6 @@ the store changes (`refresh`), never per query.
 from __future__ import annotations
 
 import math
-import re
 import threading
 import time
 from collections import Counter
@@ -24,10 +23,9 @@ import Stemmer
 from rag.config import Settings
 from rag.embed import Embedder
 from rag.index import Catalog, Store
-from rag.text import content_words
+from rag.text import content_words, normalise_terms
 from rag.types import Hit, Paper
 
-_ACRONYM_PLURAL = re.compile(r"\b([A-Z]{2,})s\b")  # "LLMs" -> "LLM", so it matches "LLM"
 DEPTH_PER_K = 8  # candidates per requested paper from each retriever, before fusion
 
 
@@ -98,7 +96,7 @@ class BM25Index:
 
     @staticmethod
     def _prep(text: str) -> str:
-        return _ACRONYM_PLURAL.sub(r"\1", text)
+        return normalise_terms(text)
 
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every chunk for the query (zeros when no term is known)."""

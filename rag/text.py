@@ -45,13 +45,20 @@ def split_sentences(text: str) -> list[str]:
     return [s for s in sentences if s]
 
 
+_ACRONYM_PLURAL = re.compile(r"\b([A-Z]{2,})s\b")  # "LLMs" -> "LLM"
+# British -ise spellings: "optimisation" must meet "optimization" after stemming.
+_BRITISH = re.compile(r"\b(\w{3,})is(e|ed|es|ing|ation|ations|er|ers)\b")
+
+
+def normalise_terms(text: str) -> str:
+    """Spell terms one way before tokenising: 'LLMs optimised' -> 'LLM optimized'."""
+    return _BRITISH.sub(r"\1iz\2", _ACRONYM_PLURAL.sub(r"\1", text))
+
+
 @lru_cache(maxsize=8192)
 def content_words(text: str) -> frozenset[str]:
     """Stemmed content words: 'Speculative decoding for LLMs' -> {specul, decod, llm}."""
-    raw = _WORD.findall(text)
-    words = [
-        (w[:-1] if len(w) > 2 and w.endswith("s") and w[:-1].isupper() else w).lower() for w in raw
-    ]
+    words = [w.lower() for w in _WORD.findall(normalise_terms(text))]
     kept = [w for w in words if w not in STOP and len(w) > 1]
     return frozenset(_stemmer().stemWords(kept))
 
