@@ -139,6 +139,7 @@ class OpenAIServer:
         self.default = default or reply(cite_sources)
         self.requests: list[Request] = []
         self._queue: deque[Behaviour] = deque()
+        self.embeddings_fail_after: int | None = None  # answer 500 to later embedding calls
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
@@ -194,6 +195,12 @@ class OpenAIServer:
         with self._lock:
             self.requests.append(request)
 
+    def embeddings_failing(self) -> bool:
+        """Tell whether this embeddings request is past `embeddings_fail_after`."""
+        with self._lock:
+            done = sum(1 for r in self.requests if r.path.endswith("/embeddings"))
+        return self.embeddings_fail_after is not None and done > self.embeddings_fail_after
+
     def next_behaviour(self) -> Behaviour:
         with self._lock:
             return self._queue.popleft() if self._queue else self.default
@@ -234,6 +241,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self._chat(request, self.owner.next_behaviour())
             except OSError:  # the client gave up (timeout, watchdog): nothing to do
                 self.close_connection = True
+        elif self.path.endswith("/embeddings") and self.owner.embeddings_failing():
+            self._json(500, _error("embedding backend crashed", 500))
         elif self.path.endswith("/embeddings"):
             inputs = body.get("input", []) if isinstance(body, dict) else []
             inputs = [inputs] if isinstance(inputs, str) else inputs

@@ -79,3 +79,58 @@ def test_unreachable_server_is_a_clear_error(
     url = f"http://127.0.0.1:{free_port()}"
     with pytest.raises(StoreError, match=f"cannot reach the Chroma server at {url}"):
         Assistant(settings_factory(chroma_url=url), embedder)
+
+
+ASKER = """
+import json, sys
+from concurrent.futures import ThreadPoolExecutor
+from rag.assistant import Assistant
+from rag.config import Settings
+settings = Settings(_env_file=None, chroma_url=sys.argv[1], collection="server-test",
+                    index_dir=sys.argv[2])
+assistant = Assistant(settings)
+questions = json.loads(sys.argv[3])
+with ThreadPoolExecutor(8) as pool:
+    answers = list(pool.map(assistant.ask, questions))
+print(json.dumps([[a.question, [s.paper_id for s in a.sources], a.answer] for a in answers]))
+"""
+
+
+@pytest.mark.slow
+def test_two_processes_query_one_server_concurrently(
+    chroma_url: str,
+    settings_factory: Callable[..., Settings],
+    embedder: LocalEmbedder,
+    tmp_path: Path,
+) -> None:
+    import json
+
+    from rag.bench import QUESTIONS
+
+    settings = settings_factory(chroma_url=chroma_url, collection="server-test")
+    reader = Assistant(settings, embedder)
+    reader.ingest([BUNDLED_CORPUS])  # no-op when the first test already filled it
+    expected = {q: [s.paper_id for s in reader.ask(q).sources] for q in QUESTIONS[:8]}
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                ASKER,
+                chroma_url,
+                str(tmp_path / f"p{i}"),
+                json.dumps(QUESTIONS[:8]),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(2)
+    ]
+    for proc in procs:
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err[-2000:]
+        answers = json.loads(out.strip().splitlines()[-1])
+        assert [q for q, _, _ in answers] == QUESTIONS[:8]
+        for question, sources, text in answers:
+            assert sources == expected[question] and text
