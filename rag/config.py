@@ -79,7 +79,13 @@ class Settings(BaseSettings):
         "hybrid", description="dense | bm25 | hybrid (reciprocal rank fusion)."
     )
     rrf_k: int = Field(60, ge=1, description="Reciprocal rank fusion constant (Cormack et al.).")
-    dense_weight: float = Field(1.0, ge=0, description="Weight of the dense ranking in fusion.")
+    dense_weight: float = Field(
+        0.3,
+        ge=0,
+        description="Weight of the dense ranking in fusion. 0.3 measured best with "
+        "all-MiniLM-L6-v2 (eval hit@1 0.77 -> 0.82 among 22k abstracts, 0.96 -> 0.99 on "
+        "the seeds alone, versus 1.0).",
+    )
     bm25_weight: float = Field(1.0, ge=0, description="Weight of the BM25 ranking in fusion.")
 
     # --- answering ---------------------------------------------------------
