@@ -138,11 +138,9 @@ def evaluate(
 def forget_cached_queries() -> None:
     """Make every run pay for its own query embeddings (rag.embed caches 1,024 of them), so
     variants compared on the same questions have comparable latencies."""
-    from rag import embed
+    from rag.embed import clear_query_cache
 
-    clear = getattr(getattr(embed, "_cached_query", None), "cache_clear", None)
-    if clear is not None:
-        clear()
+    clear_query_cache()
 
 
 def open_index(

@@ -147,6 +147,11 @@ class OnnxEmbedder:
         return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
 
 
+def clear_query_cache() -> None:
+    """Forget cached query vectors (benchmarks time the embedding of every query)."""
+    _cached_query.cache_clear()
+
+
 @lru_cache(maxsize=1024)
 def _cached_query(embedder: LocalEmbedder | OnnxEmbedder, text: str) -> np.ndarray:
     return embedder.embed([text])[0]
