@@ -214,10 +214,4 @@ def _is_follow_up(question: str) -> bool:
     return bool(_FOLLOW_UP.search(question)) or len(question.split()) <= 4
 
 
-def open_assistant(settings: Settings | None = None, **overrides: Any) -> Assistant:
-    """Open the assistant with settings from the environment (and overrides)."""
-    settings = settings or Settings(**overrides)
-    return Assistant(settings)
-
-
-__all__ = ["Assistant", "Conversation", "Filters", "Settings", "open_assistant"]
+__all__ = ["Assistant", "Conversation", "Filters", "Settings"]

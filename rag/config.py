@@ -130,11 +130,6 @@ class Settings(BaseSettings):
     )
 
     @property
-    def endpoint_configured(self) -> bool:
-        """Tell whether answers may come from an LLM endpoint."""
-        return bool(self.base_url) and self.mode != "extractive"
-
-    @property
     def answer_mode(self) -> str:
         """Resolve `auto` to `llm` or `extractive`."""
         if self.mode == "extractive" or not self.base_url:

@@ -192,7 +192,9 @@ def test_unsupported_sentences_are_flagged(
 
     assert answer.mode == "llm"
     assert answer.flagged == [uncited, unrelated]
-    assert "2 sentence(s) lack support in the sources they cite (see `flagged`)" in answer.notices
+    assert "2 sentence(s) lack support in the sources they cite; they are listed as flagged" in (
+        answer.notices
+    )
     assert answer.citations == [1, 2]
 
 
