@@ -336,7 +336,8 @@ def chat_cmd(ctx: click.Context, mode: str | None) -> None:
 @click.pass_context
 def stats_cmd(ctx: click.Context, as_json: bool) -> None:
     """Show what the index holds."""
-    stats = _assistant(ctx).stats()
+    with friendly_errors():
+        stats = _assistant(ctx).stats()
     if as_json:
         click.echo(json.dumps(stats, indent=2))
     else:

@@ -142,16 +142,22 @@ class Store:
 
     def count(self) -> int:
         """Count chunks in the collection."""
-        return int(self.collection.count())
+        try:
+            return int(self.collection.count())
+        except Exception as exc:
+            raise StoreError(f"cannot read the index at {self.location}: {exc}") from None
 
     def load_catalog(self) -> Catalog:
         """Read every chunk (texts and metadata) in pages and group them by paper."""
         rows: list[tuple[str, str, dict[str, Any]]] = []
         offset = 0
         while True:
-            page = self.collection.get(
-                include=["documents", "metadatas"], limit=PAGE, offset=offset
-            )
+            try:
+                page = self.collection.get(
+                    include=["documents", "metadatas"], limit=PAGE, offset=offset
+                )
+            except Exception as exc:  # e.g. a full disk blocks Chroma's compaction
+                raise StoreError(f"cannot read the index at {self.location}: {exc}") from None
             docs, metas = page["documents"] or [], page["metadatas"] or []
             rows.extend(zip(page["ids"], docs, metas, strict=True))
             if len(page["ids"]) < PAGE:
