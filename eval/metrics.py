@@ -28,7 +28,7 @@ from rag.types import normalise_text
 RANKING_KINDS = ("lookup", "factual")
 SET_KINDS = ("multi",)
 CURVE_KS = tuple(range(1, 11))
-QUESTION_METRICS = (
+SCORE_METRICS = (
     "hit@1",
     "hit@5",
     "hit@10",
@@ -39,9 +39,9 @@ QUESTION_METRICS = (
     "citation_precision",
     "citation_recall",
     "answer_contains",
-    "faithfulness",
-    "answer_relevance",
 )
+JUDGE_METRICS = ("faithfulness", "answer_relevance")
+QUESTION_METRICS = (*SCORE_METRICS, *JUDGE_METRICS)
 GROUP_METRICS = ("abstention_precision", "abstention_recall", "false_abstention_rate")
 
 

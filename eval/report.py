@@ -19,28 +19,18 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from eval.metrics import abstention, question_scores
+from eval.metrics import (
+    GROUP_METRICS,
+    JUDGE_METRICS,
+    SCORE_METRICS,
+    abstention,
+    question_scores,
+)
 
 if TYPE_CHECKING:  # run.py writes reports, so report.py may not import it at run time
     from eval.run import Result
 
-SUMMARY_ROWS = (
-    "hit@1",
-    "hit@5",
-    "hit@10",
-    "mrr",
-    "ndcg@10",
-    "recall@10",
-    "all_found@10",
-    "citation_precision",
-    "citation_recall",
-    "answer_contains",
-    "abstention_precision",
-    "abstention_recall",
-    "false_abstention_rate",
-    "faithfulness",
-    "answer_relevance",
-)
+SUMMARY_ROWS = (*SCORE_METRICS, *GROUP_METRICS, *JUDGE_METRICS)
 BAR_METRICS = (
     "hit@1",
     "hit@10",
