@@ -28,6 +28,9 @@ lint: install  ## ruff (lint + format check) and mypy.
 test: install lint  ## Lint, type-check and run the whole test suite.
 	$(PY) -m pytest -q -ra
 
+bench: install  ## Ingest/query speed and hit@5 on the bundled corpus, beside plain llama-index.
+	$(VENV)/bin/rag bench
+
 format: install
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .

@@ -34,6 +34,7 @@ _ASKS_AUTHORS = re.compile(
 )
 _ASKS_CODE = re.compile(r"\b(github|code (link|repository|url)|source code|repo(sitory)?)\b", re.I)
 _URL = re.compile(r"https?://\S+")
+_ASKS_COUNT = re.compile(r"\bhow many\b", re.I)
 
 
 def make_sources(hits: list[Hit]) -> list[Source]:
@@ -89,7 +90,8 @@ def weak_evidence(
 
 
 def _missing_detail(question: str, hit: Hit, text: str) -> str | None:
-    """Authors, affiliations, code links or named figures asked for but not recorded."""
+    """Authors, affiliations, code links, named things or figures asked for but not in
+    the record ("What ImageNet accuracy does X reach?" of an abstract with no numbers)."""
     if _ASKS_AUTHORS.search(question) and not hit.paper.authors:
         return "the records hold no author or affiliation information"
     if _ASKS_CODE.search(question) and not _URL.search(hit.paper.abstract):
@@ -99,6 +101,9 @@ def _missing_detail(question: str, hit: Hit, text: str) -> str | None:
         missing = extractive.missing_names(question, text)
         if missing:
             return "the closest abstract does not mention " + ", ".join(missing)
+        counts = bool(_ASKS_COUNT.search(question))
+        if intent.wants == "number" and not extractive.reports_figure(hit.paper.abstract, counts):
+            return "the closest abstract reports no figures"
     return None
 
 

@@ -11,15 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import lru_cache
 
-from llama_index.core.node_parser import SentenceSplitter
-from llama_index.core.utils import get_tokenizer
-
 from rag.types import Chunk, Paper
 
 
 @lru_cache(maxsize=1)
 def tokenizer() -> Callable[[str], list[int]]:
     """Return the tiktoken cl100k_base encoder (from llama-index's offline cache)."""
+    from llama_index.core.utils import get_tokenizer  # imported on use: ~2 s of start-up
+
     return get_tokenizer()
 
 
@@ -32,6 +31,8 @@ class Chunker:
     """Split abstracts into overlapping token-bounded chunks with offsets."""
 
     def __init__(self, chunk_tokens: int = 200, overlap: int = 32) -> None:
+        from llama_index.core.node_parser import SentenceSplitter
+
         self.chunk_tokens = chunk_tokens
         self.splitter = SentenceSplitter(
             chunk_size=chunk_tokens,

@@ -347,20 +347,61 @@ def stats_cmd(ctx: click.Context, as_json: bool) -> None:
 
 @main.command("bench")
 @click.option("--corpus", "corpus", multiple=True, help="Files/folders (default: bundled).")
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Use only the first N papers (after dedupe, in file order).",
+)
+@click.option(
+    "--raw-sample",
+    type=click.IntRange(min=1),
+    default=2048,
+    show_default=True,
+    help="Chunk texts embedded to measure the model alone (evenly spaced sample).",
+)
+@click.option(
+    "--peer/--no-peer",
+    default=True,
+    show_default=True,
+    help="Also measure plain llama-index (VectorStoreIndex + Chroma) on the same papers.",
+)
+@click.option(
+    "--questions",
+    "questions_file",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="Question set for hit@5 (default: eval/questions/iclr2026.jsonl).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.pass_context
-def bench_cmd(ctx: click.Context, corpus: tuple[str, ...], as_json: bool) -> None:
-    """Measure ingest and query speed on a temporary index."""
-    from rag.bench import default_corpus, run_bench
+def bench_cmd(
+    ctx: click.Context,
+    corpus: tuple[str, ...],
+    limit: int | None,
+    raw_sample: int,
+    peer: bool,
+    questions_file: str | None,
+    as_json: bool,
+) -> None:
+    """Measure ingest and query speed on a temporary index (and plain llama-index's)."""
+    from pathlib import Path
+
+    from rag.bench import DEFAULT_QUESTIONS, default_corpus, format_table, run_bench
 
     with friendly_errors():
-        result = run_bench(list(corpus) or default_corpus(), _settings(ctx))
+        result = run_bench(
+            list(corpus) or default_corpus(),
+            _settings(ctx),
+            limit=limit,
+            raw_sample=raw_sample,
+            peer=peer,
+            questions_file=Path(questions_file) if questions_file else DEFAULT_QUESTIONS,
+        )
     if as_json:
         click.echo(json.dumps(result, indent=2))
     else:
-        width = max(map(len, result))
-        for key, value in result.items():
-            click.echo(f"{key:<{width}}  {value}")
+        click.echo(format_table(result))
 
 
 @main.command("app")

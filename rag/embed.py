@@ -13,11 +13,14 @@ import threading
 import time
 from functools import lru_cache
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from rag.config import Settings
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -60,22 +63,29 @@ def model_path(name: str) -> Path:
 
 
 class LocalEmbedder:
-    """sentence-transformers on the CPU, batched, thread-safe for concurrent queries."""
+    """sentence-transformers on the CPU, batched, thread-safe for concurrent queries.
+
+    The model loads on first use: torch's import and the weights take ~10 s, which an
+    unchanged re-ingest or `rag stats` never needs to pay.
+    """
 
     def __init__(self, name: str = "all-MiniLM-L6-v2", batch_size: int = 64, threads: int = 0):
-        from sentence_transformers import SentenceTransformer
-        from transformers.utils import logging as transformers_logging
-
-        transformers_logging.disable_progress_bar()  # no "Loading weights" bar on every start
-
-        if threads:
-            import torch
-
-            torch.set_num_threads(threads)
         self.name = f"local:{name}"
         self.batch_size = batch_size
-        self.model = SentenceTransformer(str(model_path(name)), device="cpu")
+        self.path = model_path(name)  # fails now, not at first use, if it is not available
+        self.threads = threads
+        self._model: SentenceTransformer | None = None
+        self._load_lock = threading.Lock()
         self._lock = threading.Lock()  # torch modules are not re-entrant across threads
+
+    @property
+    def model(self) -> SentenceTransformer:
+        """The loaded sentence-transformers model."""
+        if self._model is None:
+            with self._load_lock:
+                if self._model is None:
+                    self._model = _load_sentence_transformer(self.path, self.threads)
+        return self._model
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """Embed documents in batches (sentence-transformers sorts by length internally)."""
@@ -94,6 +104,18 @@ class LocalEmbedder:
     def embed_query(self, text: str) -> np.ndarray:
         """Embed one query (cached: follow-ups and eval repeat queries)."""
         return _cached_query(self, text)
+
+
+def _load_sentence_transformer(path: Path, threads: int) -> SentenceTransformer:
+    from sentence_transformers import SentenceTransformer
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.disable_progress_bar()  # no "Loading weights" bar on every start
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)
+    return SentenceTransformer(str(path), device="cpu")
 
 
 class OnnxEmbedder:

@@ -48,6 +48,7 @@ _FIGURE = re.compile(
     re.I,
 )
 _MATH = re.compile(r"\$[^$]*\$")
+_ENUMERATOR = re.compile(r"\(\s*(?:\d{1,2}|[ivx]{1,4}|[a-h])\s*\)")  # "(1)", "(ii)", "(a)"
 _NAME = re.compile(r"\b[A-Za-z]*(?:[A-Z][A-Za-z]*[A-Z0-9]|[a-z][A-Z]|\d[A-Za-z])[\w\-.]*")
 # Sentences that say what a paper does or finds, as opposed to background.
 _CONTRIBUTION = re.compile(
@@ -87,6 +88,15 @@ class Intent:
             asked = question.casefold()
             return len({n for n in _NAME.findall(sentence) if n.casefold() not in asked})
         return 0
+
+
+def reports_figure(text: str, counts: bool = False) -> bool:
+    """Tell whether a text reports a figure: '7.4%', '2.5x', '$O(1/n)$'; with `counts`,
+    also a spelled-out count ('three datasets'). Enumerators like '(1)' are not figures."""
+    for match in _FIGURE.finditer(_ENUMERATOR.sub(" ", text)):
+        if counts or match.group()[:1].isdigit():
+            return True
+    return bool(_MATH.search(text))
 
 
 def missing_names(question: str, text: str) -> list[str]:

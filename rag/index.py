@@ -27,6 +27,7 @@ from rag.types import Chunk, Paper
 
 PAGE = 5000  # rows per `get` page when loading the catalog
 SPACE = "cosine"
+STAMP_KEY = "rag_stamp"  # collection metadata: changes with every write (see rag/snapshot.py)
 
 
 class StoreError(RuntimeError):
@@ -57,6 +58,7 @@ class Catalog:
     paper_of: list[str] = field(default_factory=list)  # paper id per row
     papers: dict[str, StoredPaper] = field(default_factory=dict)
     stale_ids: list[str] = field(default_factory=list)  # left over by a crash mid-update
+    stamp: str | None = None  # the collection's version stamp this view matches, if known
 
     def row_of(self) -> dict[str, int]:
         """Map chunk id -> row number."""
@@ -146,6 +148,34 @@ class Store:
             return int(self.collection.count())
         except Exception as exc:
             raise StoreError(f"cannot read the index at {self.location}: {exc}") from None
+
+    def stamp(self) -> str | None:
+        """The collection's version stamp, read afresh (another process may have set it)."""
+        try:
+            collection = self.client.get_collection(
+                self.settings.collection, embedding_function=None
+            )
+        except Exception as exc:
+            raise StoreError(f"cannot read the index at {self.location}: {exc}") from None
+        value = (collection.metadata or {}).get(STAMP_KEY)
+        return value if isinstance(value, str) and value else None
+
+    def set_stamp(self, stamp: str) -> None:
+        """Record a new version stamp in the collection's metadata, keeping its other keys.
+
+        Chroma's `modify` replaces the whole metadata and refuses "hnsw:space" in it, so that
+        key drops out of the metadata; the distance itself lives in the collection's
+        configuration and stays cosine.
+        """
+        try:
+            current = self.client.get_collection(
+                self.settings.collection, embedding_function=None
+            ).metadata
+            metadata = {k: v for k, v in (current or {}).items() if k != "hnsw:space"}
+            metadata[STAMP_KEY] = stamp
+            self.collection.modify(metadata=metadata)
+        except Exception as exc:  # e.g. a full disk
+            raise StoreError(f"cannot write to the index at {self.location}: {exc}") from None
 
     def load_catalog(self) -> Catalog:
         """Read every chunk (texts and metadata) in pages and group them by paper."""

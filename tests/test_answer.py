@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from rag.assistant import Assistant
 from rag.citations import check, cited_numbers, parse_group
 from rag.cli import answer_json, main
+from rag.extractive import reports_figure
 from rag.text import split_sentences
 
 from .conftest import FIXTURES
@@ -60,6 +61,20 @@ def test_off_topic_questions_abstain_with_closest_papers(seeded: Assistant, ques
 def test_missing_details_abstain(seeded: Assistant) -> None:
     answer = seeded.ask("Who are the authors of the paper on speculative decoding draft trees?")
     assert answer.abstained  # the seeds carry no author names
+
+
+def test_a_figure_asked_of_an_abstract_without_numbers_abstains(seeded: Assistant) -> None:
+    # The DTO-KD abstract claims "state-of-the-art accuracy" but gives no number.
+    answer = seeded.ask("How much top-1 accuracy does DTO-KD gain over the plain student?")
+    assert answer.abstained
+    assert any("reports no figures" in n for n in answer.notices)
+
+
+def test_reports_figure_ignores_enumerators_and_counts_words_only_when_asked() -> None:
+    assert not reports_figure("two challenges: (1) conflict and (ii) dominance (a)")
+    assert reports_figure("on three benchmarks", counts=True)
+    for text in ("gains 7.4% on MATH", "2.5x faster", "a rate of $O(1/T)$", "reaches 300M"):
+        assert reports_figure(text), text
 
 
 def test_speculative_decoding_question_via_cli_json(seeded: Assistant) -> None:

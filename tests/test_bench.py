@@ -7,8 +7,9 @@ import json
 
 from click.testing import CliRunner
 
-from rag.bench import percentile
+from rag.bench import distinct, even_sample, format_table, hit_rate, percentile
 from rag.cli import main
+from rag.config import BUNDLED_CORPUS
 
 from .conftest import FIXTURES
 
@@ -19,6 +20,20 @@ def test_percentile_nearest_rank() -> None:
     assert percentile([7], 50) == 7
 
 
+def test_even_sample_spreads_across_the_texts() -> None:
+    assert even_sample(list("abcdef"), 3) == ["a", "c", "e"]
+    assert even_sample(list("ab"), 5) == ["a", "b"]
+    assert len(even_sample([str(i) for i in range(10_000)], 2048)) == 2048
+
+
+def test_hit_rate_counts_gold_in_the_first_five_distinct_papers() -> None:
+    scored = [("q1", frozenset({"p6"})), ("q2", frozenset({"p2", "p9"}))]
+    ranked = [distinct(["p1", "p1", "p2", "p3", "p4", "p5", "p6"]), ["p9"]]
+    assert ranked[0][:5] == ["p1", "p2", "p3", "p4", "p5"]
+    assert hit_rate(ranked, scored) == 0.5
+    assert hit_rate([], []) is None
+
+
 def test_bench_reports_every_figure(tmp_path: object) -> None:
     result = CliRunner().invoke(
         main,
@@ -27,6 +42,8 @@ def test_bench_reports_every_figure(tmp_path: object) -> None:
             f"{tmp_path}/unused",
             "bench",
             "--json",
+            "--limit",
+            "3",
             "--corpus",
             str(FIXTURES / "records.csv"),
             "--corpus",
@@ -35,7 +52,12 @@ def test_bench_reports_every_figure(tmp_path: object) -> None:
     )
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    assert data["abstracts"] == 4 and data["chunks"] >= 4
+    assert data["abstracts"] == 3 and data["chunks"] >= 3  # 4 papers, limited to 3
+    assert data["limit"] == 3
+    assert data["raw_sample"] == data["chunks"]  # fewer chunks than the sample size
+    assert isinstance(data["hit_questions"], int)
+    assert data["peer"].startswith("llama-index VectorStoreIndex")
+    assert data["peer_chunks"] >= 1
     for key in (
         "raw_embed_chunks_per_s",
         "ingest_chunks_per_s",
@@ -44,6 +66,60 @@ def test_bench_reports_every_figure(tmp_path: object) -> None:
         "query_p95_ms",
         "answer_extractive_p95_ms",
         "peak_rss_mb",
+        "peer_ingest_s",
+        "peer_ingest_chunks_per_s",
+        "peer_query_p50_ms",
+        "peer_query_p95_ms",
+        "ingest_speedup_vs_peer",
+        "query_speedup_vs_peer",
     ):
         assert data[key] > 0, key
     assert data["query_p50_ms"] <= data["query_p95_ms"]
+    assert data["peer_query_p50_ms"] <= data["peer_query_p95_ms"]
+    table = format_table(data)
+    assert "peer_chunks" not in table  # paired with `chunks` on one row
+    assert all(key in table for key in ("ingest_s", "hit_at_5", "query_p95_ms"))
+
+
+def test_bench_without_peer_or_limit(tmp_path: object) -> None:
+    result = CliRunner().invoke(
+        main,
+        [
+            "--index-dir",
+            f"{tmp_path}/unused",
+            "bench",
+            "--no-peer",
+            "--raw-sample",
+            "2",
+            "--corpus",
+            str(FIXTURES / "records.csv"),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert "raw_sample" in result.output and "peer" not in result.output
+
+
+def test_bench_scores_hit_at_5_on_the_bundled_seeds(tmp_path: object) -> None:
+    # The bundled ICLR 2026 seeds (the default corpus) hold the papers the eval set's gold
+    # snippets name: gold resolves, so both sides are scored.
+    result = CliRunner().invoke(
+        main,
+        [
+            "--index-dir",
+            f"{tmp_path}/unused",
+            "bench",
+            "--corpus",
+            str(BUNDLED_CORPUS),
+            "--limit",
+            "60",
+            "--raw-sample",
+            "64",
+            "--json",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["raw_sample"] <= 64
+    assert data["hit_questions"] > 0
+    assert 0 <= data["hit_at_5"] <= 1
+    assert 0 <= data["peer_hit_at_5"] <= 1

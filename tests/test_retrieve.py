@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rag.assistant import Assistant
-from rag.retrieve import BM25Index, Filters
+from rag.retrieve import BM25Index, Filters, _relative, _rrf
 
 # Each question avoids the paper's own name and rare terms; the snippet identifies the gold.
 PARAPHRASES = [
@@ -124,3 +124,38 @@ def test_bm25_matches_acronym_plurals_and_stems() -> None:
     assert bm25.scores("LLMs")[0] > 0
     assert bm25.scores("decoding speculatively")[2] > 0
     assert not bm25.scores("zebra").any()
+
+
+def test_relative_fusion_keeps_a_clear_lexical_winner_first() -> None:
+    # BM25 finds paper a far ahead of b; dense slightly prefers b. Ranks alone (RRF) call it
+    # a tie broken by the dense vote; normalised scores keep a's margin.
+    dense = [("b#0", 0.52), ("a#0", 0.50), ("c#0", 0.30)]
+    sparse = [("a#0", 30.0), ("b#0", 8.0), ("c#1", 7.0)]
+    chunk, paper = _relative([(0.3, dense), (1.0, sparse)])
+    assert sorted(paper, key=paper.__getitem__, reverse=True) == ["a", "b", "c"]
+    assert paper["a"] == pytest.approx((0.3 * (0.20 / 0.22) + 1.0) / 1.3)
+    assert min(paper.values()) >= 0.0 and max(paper.values()) <= 1.0
+    assert chunk["c#0"] == 0.0 and chunk["c#1"] == 0.0  # each retriever's weakest gets 0
+
+
+def test_relative_fusion_of_one_candidate_and_rrf_ranks() -> None:
+    _, paper = _relative([(1.0, [("x#0", 3.0)])])
+    assert paper == {"x": 1.0}
+    fused = _rrf([(1.0, [("a#0", 9.0), ("b#0", 1.0)]), (0.5, [("b#0", 0.9)])], k=60)
+    assert fused["a#0"] == pytest.approx(1 / 61)
+    assert fused["b#0"] == pytest.approx(1 / 62 + 0.5 / 61)
+
+
+@pytest.mark.parametrize("fusion", ["relative", "rrf"])
+def test_both_fusions_find_the_paraphrased_papers(seeded: Assistant, fusion: str) -> None:
+    retriever = seeded.retriever
+    original = retriever.settings
+    retriever.settings = original.model_copy(update={"fusion": fusion})
+    try:
+        found = sum(
+            gold_id(seeded, snippet) in [h.paper.paper_id for h in seeded.search(q, top_k=3)]
+            for q, snippet in PARAPHRASES
+        )
+    finally:
+        retriever.settings = original
+    assert found == len(PARAPHRASES)
