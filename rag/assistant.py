@@ -20,7 +20,7 @@ from rag import prompts
 from rag.answer import Answerer
 from rag.config import BUNDLED_CORPUS, Settings
 from rag.embed import Embedder, make_embedder
-from rag.index import Store
+from rag.index import Store, adopt_layout
 from rag.ingest import Progress, ingest
 from rag.llm import ChatClient, LLMError, OnReset, OnToken
 from rag.papers import FieldMap
@@ -32,6 +32,8 @@ class Assistant:
     """Everything needed to answer questions over one index."""
 
     def __init__(self, settings: Settings, embedder: Embedder | None = None) -> None:
+        if embedder is None:  # an existing index is opened the way it was built
+            settings = adopt_layout(settings)
         self.settings = settings
         self.embedder = embedder or make_embedder(settings)
         self.store = Store(settings, self.embedder.name)

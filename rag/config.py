@@ -61,6 +61,21 @@ class Settings(BaseSettings):
         16, ge=1, description="Chunks per model call (16 measured fastest on 2 cores)."
     )
     embed_threads: int = Field(0, ge=0, description="Torch threads for local embedding; 0 = auto.")
+    embed_unit: Literal["chunk", "paper"] = Field(
+        "paper",
+        description="What gets a vector: each paper once (title + the start of its abstract, "
+        "shared by its chunks), or every chunk. Among 22k abstracts, per paper at 128 word "
+        "pieces ingests ~2x faster with the same hybrid hit@1/hit@5 (0.87/0.96) and better "
+        "multi-paper recall; dense-only retrieval is weaker. BM25 and answers always use "
+        "every chunk. An existing index keeps the unit it was built with.",
+    )
+    embed_max_tokens: int = Field(
+        128,
+        ge=16,
+        le=512,
+        description="Word pieces the local model reads per text: all-MiniLM-L6-v2 was "
+        "trained at 128 and reads at most 256. Embedding time grows with it.",
+    )
 
     # --- chunking ----------------------------------------------------------
     chunk_tokens: int = Field(

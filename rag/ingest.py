@@ -141,6 +141,7 @@ def ingest(
             Chunker(settings.chunk_tokens, settings.chunk_overlap),
             summary,
             progress,
+            per_paper=settings.embed_unit == "paper",
         )
         final = catalog
         if changed:  # after the last write
@@ -291,8 +292,12 @@ def _apply(
     chunker: Chunker,
     summary: IngestSummary,
     progress: Progress | None,
+    per_paper: bool = False,
 ) -> None:
-    """Embed and write in batches of whole papers; then metadata updates and deletions."""
+    """Embed and write in batches of whole papers; then metadata updates and deletions.
+
+    With `per_paper`, each paper is embedded once (title + its first chunk, which the model
+    cuts at its max tokens) and its chunks share that vector."""
     work = [(p, chunker.split(p)) for p in plan.embed]
     total = sum(len(chunks) for _, chunks in work)
     keep = {c.chunk_id for _, chunks in work for c in chunks}
@@ -302,7 +307,7 @@ def _apply(
         batch: list[tuple[Paper, Chunk]] = []
 
         def flush() -> None:
-            vectors = embedder.embed([embedded_text(p, c) for p, c in batch])
+            vectors = _vectors(embedder, batch, per_paper)
             writer.put(list(batch), vectors)  # written while the next batch is embedded
             summary.chunks_embedded += len(batch)
             if progress:
@@ -323,6 +328,17 @@ def _apply(
     stale = [cid for cid in plan.delete if cid not in keep]
     store.delete(stale)
     summary.chunks_deleted = len(stale)
+
+
+def _vectors(embedder: Embedder, batch: list[tuple[Paper, Chunk]], per_paper: bool) -> np.ndarray:
+    """One vector per chunk: its own, or (per paper) its paper's first chunk's."""
+    if not per_paper:
+        return embedder.embed([embedded_text(p, c) for p, c in batch])
+    firsts = [i for i, (_, c) in enumerate(batch) if c.index == 0]
+    vectors = embedder.embed([embedded_text(*batch[i]) for i in firsts])
+    # Batches hold whole papers in chunk order: row i belongs to the latest first chunk.
+    owner = np.cumsum([c.index == 0 for _, c in batch]) - 1
+    return vectors[owner]
 
 
 class _Writer:

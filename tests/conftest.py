@@ -41,8 +41,9 @@ def settings_factory(tmp_path: Path) -> Callable[..., Settings]:
 
 @pytest.fixture(scope="session")
 def embedder() -> LocalEmbedder:
-    """The bundled all-MiniLM-L6-v2, loaded once per test session."""
-    return LocalEmbedder("all-MiniLM-L6-v2", batch_size=64)
+    """The bundled all-MiniLM-L6-v2 as the defaults set it up, loaded once per session."""
+    defaults = Settings(_env_file=None)  # type: ignore[call-arg]
+    return LocalEmbedder("all-MiniLM-L6-v2", batch_size=64, max_tokens=defaults.embed_max_tokens)
 
 
 @pytest.fixture(scope="session")

@@ -13,15 +13,16 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from rag.assistant import Assistant
 from rag.config import BUNDLED_CORPUS, Settings
 from rag.embed import LocalEmbedder
-from rag.index import Store, StoreError
+from rag.index import TEXT_KEY, Store, StoreError, adopt_layout
 from rag.ingest import IngestLocked, ingest_lock
 
-from .conftest import FIXTURES
+from .conftest import FIXTURES, make_settings
 
 SettingsFactory = Callable[..., Settings]
 
@@ -210,3 +211,66 @@ def test_killed_ingest_leaves_a_consistent_index_that_a_rerun_completes(
     assert all(sp.complete for sp in catalog.papers.values())
     assert len(set(catalog.ids)) == len(catalog.ids)
     assert any(0 < n < 300 for n in partial_counts), partial_counts  # a kill landed mid-way
+
+
+def test_per_paper_vectors_are_shared_by_a_papers_chunks(
+    tmp_path: Path, settings_factory: SettingsFactory, embedder: LocalEmbedder
+) -> None:
+    settings = settings_factory(embed_unit="paper", chunk_tokens=40, chunk_overlap=8)
+    assistant = Assistant(settings, embedder)
+    long = " ".join([A1, A2, A3])  # ~100 tokens: three chunks of 40
+    assistant.ingest([write_list(tmp_path / "list.txt", [long, A3])])
+    catalog = assistant.retriever.catalog
+    multi = next(sp for sp in catalog.papers.values() if sp.n_chunks > 1)
+    got = assistant.store.collection.get(ids=multi.chunk_ids, include=["embeddings"])
+    vectors = np.asarray(got["embeddings"])
+    first = catalog.texts[catalog.ids.index(multi.chunk_ids[0])]
+    assert np.allclose(vectors, vectors[0], atol=1e-6)  # one vector for the whole paper
+    assert np.allclose(vectors[0], embedder.embed([first])[0], atol=1e-5)
+    hits = assistant.search("a retrieval benchmark of paraphrased questions", retriever="hybrid")
+    assert hits[0].paper.abstract in (A3, long)
+    with pytest.raises(StoreError, match="RAG_EMBED_UNIT"):
+        Store(settings.model_copy(update={"embed_unit": "chunk"}), embedder.name)
+
+
+def test_texts_cut_shorter_make_another_embedding_model() -> None:
+    short = LocalEmbedder("all-MiniLM-L6-v2", max_tokens=128)
+    assert short.name == "local:all-MiniLM-L6-v2@128"
+    assert short.model.max_seq_length == 128
+    assert LocalEmbedder("all-MiniLM-L6-v2").name == "local:all-MiniLM-L6-v2"
+
+
+def test_an_existing_index_is_opened_the_way_it_was_built(
+    tmp_path: Path, settings_factory: SettingsFactory, embedder: LocalEmbedder
+) -> None:
+    built = settings_factory(embed_unit="chunk")  # not the default: per paper
+    Assistant(built, embedder).ingest([write_list(tmp_path / "list.txt", [A1, A2])])
+    defaults = settings_factory()
+    assert defaults.embed_unit == "paper"
+    adopted = adopt_layout(defaults)
+    assert (adopted.embed_unit, adopted.embed_max_tokens) == ("chunk", embedder.max_tokens)
+    reopened = Assistant(defaults)  # no embedder given: it adopts the index's layout
+    assert reopened.search("widgets in screenshots")[0].paper.abstract == A1
+    explicit = settings_factory(embed_unit="paper")  # what the user sets wins, and is checked
+    assert adopt_layout(explicit).embed_unit == "paper"
+    with pytest.raises(StoreError, match="per-paper"):
+        Assistant(explicit)
+    fresh = make_settings(tmp_path / "empty")
+    assert adopt_layout(fresh) == fresh
+
+
+def test_an_index_that_kept_texts_as_chroma_documents_still_loads(
+    tmp_path: Path, settings_factory: SettingsFactory, embedder: LocalEmbedder
+) -> None:
+    assistant = Assistant(settings_factory(), embedder)
+    assistant.ingest([write_list(tmp_path / "list.txt", [A1, A2])])
+    collection = assistant.store.collection
+    old = collection.get(include=["metadatas", "embeddings"])
+    texts = [m.pop(TEXT_KEY) for m in old["metadatas"]]
+    collection.delete(ids=old["ids"])
+    collection.add(  # the layout before 2026-11: text as the document, not in metadata
+        ids=old["ids"], embeddings=old["embeddings"], documents=texts, metadatas=old["metadatas"]
+    )
+    catalog = assistant.store.load_catalog()
+    assert sorted(sp.paper.abstract for sp in catalog.papers.values()) == sorted([A1, A2])
+    assert any(A1 in text for text in catalog.texts) and any(A2 in t for t in catalog.texts)

@@ -15,6 +15,7 @@ import streamlit as st
 from rag.assistant import Assistant, Conversation
 from rag.config import Settings
 from rag.embed import Embedder, make_embedder
+from rag.index import adopt_layout
 from rag.ingest import Progress
 from rag.types import IngestSummary
 
@@ -38,8 +39,10 @@ def embedder_key(settings: Settings) -> str:
         for x in (
             settings.embed_model,
             settings.embed_base_url,
+            settings.embed_backend,
             settings.embed_batch_size,
             settings.embed_threads,
+            settings.embed_max_tokens,
         )
     )
 
@@ -53,8 +56,9 @@ def load_embedder(key: str, _settings: Settings) -> Embedder:
 @st.cache_resource(show_spinner=False)
 def load_assistant(key: str, _settings: Settings) -> Assistant:
     """Open the index, retriever and answerer once per process and settings."""
-    embedder = load_embedder(embedder_key(_settings), _settings)
-    return Assistant(_settings, embedder)
+    settings = adopt_layout(_settings)  # an existing index is opened the way it was built
+    embedder = load_embedder(embedder_key(settings), settings)
+    return Assistant(settings, embedder)
 
 
 @st.cache_resource(show_spinner=False)
