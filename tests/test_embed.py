@@ -15,7 +15,7 @@ from .test_chunk import seed_papers
 def test_onnx_int8_vectors_match_fp32_on_the_seed_chunks(embedder: LocalEmbedder) -> None:
     chunker = Chunker(160, 32)
     texts = [embedded_text(p, c) for p in seed_papers()[:20] for c in chunker.split(p)]
-    onnx = OnnxEmbedder(batch_size=16)
+    onnx = OnnxEmbedder(batch_size=16, max_tokens=embedder.max_tokens)
     fast, reference = onnx.embed(texts), embedder.embed(texts)
     assert fast.shape == reference.shape == (len(texts), 384)
     assert np.allclose(np.linalg.norm(fast, axis=1), 1.0, atol=1e-4)

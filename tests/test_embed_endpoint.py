@@ -46,4 +46,4 @@ def test_failure_mid_ingest_then_resume(
         assert resumed.total_papers == 30 and resumed.papers_new == 30 - len(catalog.papers)
         assert resumed.chunks_embedded == resumed.total_chunks - catalog.n_chunks
         assert assistant.store.count() == resumed.total_chunks
-    assert assistant.store.embed_model == "api:test-embed"
+    assert assistant.store.embed_model == "api:test-embed|per-paper"  # the default layout

@@ -138,7 +138,7 @@ def test_opening_with_another_embedding_model_is_an_error(
 ) -> None:
     settings = settings_factory()
     Store(settings, "local:all-MiniLM-L6-v2")
-    with pytest.raises(StoreError, match="built with 'local:all-MiniLM-L6-v2'"):
+    with pytest.raises(StoreError, match=r"built with 'local:all-MiniLM-L6-v2\|per-paper'"):
         Store(settings, "api:text-embedding-3-small")
 
 

@@ -96,7 +96,7 @@ def test_unchanged_reingest_takes_the_fast_path_and_reports_what_a_full_run_woul
     stamp = assistant.store.stamp()
     assert snapshots.is_clean(stamp)
     meta = assistant.store.collection.metadata or {}
-    assert meta["embed_model"] == embedder.name and meta["rag_stamp"] == stamp
+    assert meta["embed_model"] == assistant.store.embed_model and meta["rag_stamp"] == stamp
     assert assistant.store.collection.configuration_json["hnsw"]["space"] == "cosine"
 
     with monkeypatch.context() as patch:  # neither Chroma's catalog nor the files are read
@@ -453,7 +453,7 @@ def test_the_stamp_keeps_the_other_collection_metadata(
     assert store.stamp() is None
     store.set_stamp("abc")
     assert store.stamp() == "abc" and Store(settings, embedder.name).stamp() == "abc"
-    assert (store.collection.metadata or {})["embed_model"] == embedder.name
+    assert (store.collection.metadata or {})["embed_model"] == store.embed_model
     with pytest.raises(StoreError, match="built with"):
         Store(settings, "api:text-embedding-3-small")
 
