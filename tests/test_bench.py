@@ -7,7 +7,7 @@ import json
 
 from click.testing import CliRunner
 
-from rag.bench import distinct, even_sample, format_table, hit_rate, percentile
+from rag.bench import TARGETS, distinct, even_sample, format_table, hit_rate, percentile
 from rag.cli import main
 from rag.config import BUNDLED_CORPUS
 
@@ -79,6 +79,14 @@ def test_bench_reports_every_figure(tmp_path: object) -> None:
     table = format_table(data)
     assert "peer_chunks" not in table  # paired with `chunks` on one row
     assert all(key in table for key in ("ingest_s", "hit_at_5", "query_p95_ms"))
+    assert set(data["targets"]) == set(TARGETS)
+    for key, check in data["targets"].items():
+        op, bound = check["target"].split()
+        assert check["value"] == data[key]
+        assert check["met"] == (
+            data[key] <= float(bound) if op == "<=" else data[key] >= float(bound)
+        )
+        assert key in table.split("targets")[1]
 
 
 def test_bench_without_peer_or_limit(tmp_path: object) -> None:
