@@ -358,7 +358,7 @@ def stats_cmd(ctx: click.Context, as_json: bool) -> None:
     type=click.IntRange(min=1),
     default=2048,
     show_default=True,
-    help="Chunk texts embedded to measure the model alone (evenly spaced sample).",
+    help="Texts embedded to measure the model alone (evenly spaced among those ingested).",
 )
 @click.option(
     "--peer/--no-peer",
