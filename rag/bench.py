@@ -146,13 +146,13 @@ def raw_embed_rate(embedder: Embedder, texts: list[str]) -> float:
     return len(texts) / (time.perf_counter() - start)
 
 
-def first_papers(paths: list[Path], limit: int | None) -> list[Paper]:
-    """The corpus' papers after dedupe, in file order; only the first `limit` if given."""
+def first_papers(paths: list[Path], limit: int) -> list[Paper]:
+    """The corpus' first `limit` papers after dedupe, in file order."""
     papers: list[Paper] = []
     for item in read_papers(paths, FieldMap(), IngestSummary()):
         if isinstance(item, Paper):
             papers.append(item)
-            if limit is not None and len(papers) >= limit:
+            if len(papers) >= limit:
                 break
     return papers
 
@@ -276,7 +276,7 @@ def run_bench(
             "hit_at_5": hit_rate(ours_ranked, scored),
         }
         if peer:
-            papers = first_papers(paths, None)  # what our ingest read, read again (untimed)
+            papers = [sp.paper for sp in catalog.papers.values()]  # exactly what ours stored
             peer_result = run_peer(
                 papers, embedder, settings, Path(folder) / "peer", questions, scored
             )

@@ -23,6 +23,7 @@ import numpy as np
 
 from rag.chunk import stitch
 from rag.config import Settings
+from rag.embed import MAX_TOKENS
 from rag.types import Chunk, Paper
 
 PAGE = 5000  # rows per `get` page when loading the catalog
@@ -130,8 +131,8 @@ class Store:
         self.location = settings.chroma_url or str(settings.index_dir)
         self.client = _client(settings)
         # An index of per-paper vectors answers dense queries differently: never mix them.
-        self.embed_model = embed_model + (PER_PAPER if settings.embed_unit == "paper" else "")
-        embed_model = self.embed_model
+        embed_model += PER_PAPER if settings.embed_unit == "paper" else ""
+        self.embed_model = embed_model
         try:
             self.collection = self.client.get_or_create_collection(
                 settings.collection,
@@ -275,11 +276,12 @@ def adopt_layout(settings: Settings) -> Settings:
     except Exception:  # no collection yet, or a store error that Store will name
         return settings
     recorded = str(metadata.get("embed_model") or "")
-    if not recorded.startswith("local:"):
+    if not recorded:
         return settings
-    tokens = recorded.removesuffix(PER_PAPER).partition("@")[2]
     update: dict[str, Any] = {"embed_unit": "paper" if recorded.endswith(PER_PAPER) else "chunk"}
-    update["embed_max_tokens"] = int(tokens) if tokens.isdigit() else 256
+    if recorded.startswith("local:"):  # only the local model is cut at embed_max_tokens
+        tokens = recorded.removesuffix(PER_PAPER).partition("@")[2]
+        update["embed_max_tokens"] = int(tokens) if tokens.isdigit() else MAX_TOKENS
     return settings.model_copy(update=update)
 
 

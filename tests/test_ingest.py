@@ -274,3 +274,11 @@ def test_an_index_that_kept_texts_as_chroma_documents_still_loads(
     catalog = assistant.store.load_catalog()
     assert sorted(sp.paper.abstract for sp in catalog.papers.values()) == sorted([A1, A2])
     assert any(A1 in text for text in catalog.texts) and any(A2 in t for t in catalog.texts)
+
+
+def test_an_endpoint_built_index_keeps_its_unit(settings_factory: SettingsFactory) -> None:
+    Store(settings_factory(embed_unit="chunk"), "api:text-embedding-3-small")
+    adopted = adopt_layout(settings_factory())
+    assert adopted.embed_unit == "chunk"
+    assert adopted.embed_max_tokens == settings_factory().embed_max_tokens  # local only
+    Store(adopted, "api:text-embedding-3-small")  # opens: same recorded model
