@@ -9,6 +9,7 @@ as `python -m rag.cli`, where a top-level `from rag.cli import ...` would be cir
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -119,6 +120,71 @@ def run_cmd(
 
     click.echo(summary_table(metrics))
     click.echo(f"\nWrote {out}/results.jsonl, metrics.json and report.md.")
+
+
+@eval_group.command("calibrate")
+@click.argument("questions_files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--out", required=True, type=click.Path(file_okay=False), help="Output folder.")
+@corpus_option
+@click.option(
+    "--rows",
+    "extra_rows",
+    multiple=True,
+    type=click.Path(dir_okay=False, exists=True),
+    help="rows.jsonl of an earlier calibration (e.g. on the 22k index) to fit on too.",
+)
+@click.option(
+    "--max-false-abstention",
+    type=click.FloatRange(0, 1),
+    default=0.02,
+    show_default=True,
+    help="Share of the answerable questions the threshold may refuse.",
+)
+@click.option(
+    "--write",
+    "model_path",
+    type=click.Path(dir_okay=False),
+    help="Where to write the model (default: RAG_ANSWERABILITY_FILE, else the shipped "
+    "rag/data/answerability.json).",
+)
+@click.pass_context
+def calibrate_cmd(
+    ctx: click.Context,
+    questions_files: tuple[str, ...],
+    out: str,
+    corpora: tuple[str, ...],
+    extra_rows: tuple[str, ...],
+    max_false_abstention: float,
+    model_path: str | None,
+) -> None:
+    """Fit the answerability model on labelled QUESTIONS_FILES (see eval/calibrate.py)."""
+    from eval import calibrate
+    from rag.answerable import DEFAULT_MODEL
+
+    settings = eval_settings(ctx, Path(out))
+    sets = [(path, _load(path)) for path in questions_files]
+    rows = [row for path in extra_rows for row in calibrate.read_rows(Path(path))]
+    index_name = "+".join(["seeds", *(Path(c).name for c in corpora)])
+    for path, questions in sets:
+        assistant, gold, _ = _prepare(settings, questions, path, corpora)
+        with _friendly_errors():
+            rows += calibrate.evidence_rows(
+                assistant, questions, gold, index_name, distractors=bool(corpora)
+            )
+    about = {
+        "questions": list(questions_files),
+        "indexes": sorted({r["index"] for r in rows}),
+        "max_false_abstention": max_false_abstention,
+        "command": "rag eval calibrate " + " ".join(questions_files),
+    }
+    try:
+        model, report = calibrate.calibrate(rows, max_false_abstention, about)
+    except ValueError as exc:
+        _fail(str(exc))
+    target = Path(model_path or settings.answerability_file or DEFAULT_MODEL)
+    calibrate.write(Path(out), rows, model, report, target)
+    click.echo(json.dumps({"threshold": model.threshold, "at_threshold": report}, indent=2))
+    click.echo(f"Wrote {target}, and {out}/rows.jsonl, calibration.json, risk_coverage.png.")
 
 
 @eval_group.command("compare")

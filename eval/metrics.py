@@ -12,13 +12,18 @@ Which questions each metric reads:
 - citation precision/recall: answerable questions with gold;
 - answer_contains: questions with `answer_contains` strings;
 - abstention: every scored question (positive class: unanswerable);
+- in_scope_citations: every question with a `scope` that cites something (gold or not);
 - latency: every question.
+
+Every metric is reported overall, per kind, per group (the question's style tag) and per
+language. `risk_coverage` sweeps a threshold over each answer's confidence: what share
+of the questions would be answered, and how many of those correctly (see its docstring).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,10 +44,62 @@ SCORE_METRICS = (
     "citation_precision",
     "citation_recall",
     "answer_contains",
+    "in_scope_citations",
 )
 JUDGE_METRICS = ("faithfulness", "answer_relevance")
 QUESTION_METRICS = (*SCORE_METRICS, *JUDGE_METRICS)
 GROUP_METRICS = ("abstention_precision", "abstention_recall", "false_abstention_rate")
+UNSCORED_METRICS = ("in_scope_citations",)  # read from every question, scored on gold or not
+VENUE_ALIASES = {"nips": "neurips"}
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """The venue / year / status a question names; None means any."""
+
+    venue: str | None = None
+    year: int | None = None
+    status: str | None = None
+
+    def matches(self, source: CitedSource) -> bool:
+        """A source is in scope when every named part matches (text case-blind, NIPS = NeurIPS).
+
+        Scope(venue="NeurIPS", year=2023) matches CitedSource("p", "NIPS", 2023) but not
+        CitedSource("p", "NeurIPS", 2022), nor one without a venue.
+        """
+        return (
+            (self.venue is None or venue_key(source.venue) == venue_key(self.venue))
+            and (self.year is None or source.year == self.year)
+            and (self.status is None or _text_key(source.status) == _text_key(self.status))
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The parts named: {"venue": "ICLR", "year": 2026}."""
+        return {
+            k: v
+            for k, v in (("venue", self.venue), ("year", self.year), ("status", self.status))
+            if v is not None
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class CitedSource:
+    """The metadata of one cited source, as far as the scope metric needs it."""
+
+    paper_id: str
+    venue: str | None = None
+    year: int | None = None
+    status: str | None = None
+
+
+def venue_key(venue: str | None) -> str | None:
+    """Venue names compared case- and spacing-blind, aliases folded: "NIPS" -> "neurips"."""
+    key = _text_key(venue)
+    return VENUE_ALIASES.get(key, key) if key else None
+
+
+def _text_key(text: str | None) -> str | None:
+    return normalise_text(text) if text else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,11 +116,40 @@ class Outcome:
     answer_contains: tuple[str, ...] = ()
     timings_ms: Mapping[str, float] = field(default_factory=dict)
     judge: Mapping[str, float | None] = field(default_factory=dict)
+    group: str = ""  # the question's style tag; "" reports it under its kind
+    language: str = "en"
+    scope: Scope | None = None
+    cited_sources: tuple[CitedSource, ...] = ()  # metadata of the cited sources
+    confidence: float | None = None  # the answer's own answerability score, if it gave one
+    top_similarity: float | None = None  # the best hit's dense similarity, if dense ran
 
     @property
     def scored(self) -> bool:
         """Unanswerable questions are scored on abstention; answerable ones need gold."""
         return not self.answerable or bool(self.gold)
+
+    @property
+    def group_name(self) -> str:
+        """The group the outcome is reported in: its `group`, else its kind."""
+        return self.group or self.kind
+
+    @property
+    def correct(self) -> bool:
+        """Right as answered: answerable, not abstained, and a gold paper cited (any answer
+        counts when there is no gold to check it against). Answering an unanswerable
+        question, or abstaining, is never correct here."""
+        if not self.answerable or self.abstained:
+            return False
+        return bool(self.cited & self.gold) if self.gold else True
+
+    @property
+    def risk_score(self) -> float:
+        """What the risk-coverage sweep ranks on: `confidence`, else the top hit's dense
+        similarity, else 0."""
+        for value in (self.confidence, self.top_similarity):
+            if value is not None:
+                return value
+        return 0.0
 
 
 # -- one question -----------------------------------------------------------------------
@@ -129,6 +215,16 @@ def citation_recall(cited: AbstractSet[str], gold: AbstractSet[str]) -> float | 
     return len(cited & gold) / len(gold) if gold else None
 
 
+def in_scope_citations(scope: Scope, cited: Sequence[CitedSource]) -> float | None:
+    """Share of the cited sources that match the scope, None if nothing is cited.
+
+    (Scope(venue="ICLR", year=2026), [("ICLR", 2026), ("NeurIPS", 2026)]) -> 0.5.
+    """
+    if not cited:
+        return None
+    return sum(scope.matches(c) for c in cited) / len(cited)
+
+
 def contains_all(answer: str, expected: Iterable[str]) -> bool:
     """Every expected string is in the answer (case- and spacing-blind).
 
@@ -156,6 +252,8 @@ def question_scores(o: Outcome) -> dict[str, float | None]:
         scores["citation_recall"] = citation_recall(o.cited, gold)
     if o.answer_contains and o.scored:
         scores["answer_contains"] = float(contains_all(o.answer, o.answer_contains))
+    if o.scope is not None:
+        scores["in_scope_citations"] = in_scope_citations(o.scope, o.cited_sources)
     scores["faithfulness"] = o.judge.get("faithfulness")
     scores["answer_relevance"] = o.judge.get("answer_relevance")
     return scores
@@ -224,11 +322,12 @@ def recall_curve(outcomes: Sequence[Outcome], ks: Sequence[int] = CURVE_KS) -> l
 def summarise_group(outcomes: Sequence[Outcome]) -> dict[str, Any]:
     """Every metric over one group: values, `n` (questions behind each), latency."""
     scored = [o for o in outcomes if o.scored]
-    per_question = [question_scores(o) for o in scored]
+    per_question = [(o.scored, question_scores(o)) for o in outcomes]
     summary: dict[str, Any] = {"questions": len(outcomes), "scored": len(scored)}
     counts: dict[str, int] = {}
     for name in QUESTION_METRICS:
-        summary[name], counts[name] = mean(s[name] for s in per_question)
+        every = name in UNSCORED_METRICS
+        summary[name], counts[name] = mean(s[name] for ok, s in per_question if ok or every)
         summary[name] = _round(summary[name])
     pairs = [(o.abstained, o.answerable) for o in scored]
     summary.update({k: _round(v) for k, v in abstention(pairs).items()})
@@ -240,19 +339,145 @@ def summarise_group(outcomes: Sequence[Outcome]) -> dict[str, Any]:
     return summary
 
 
+def split(outcomes: Sequence[Outcome], key: Callable[[Outcome], str]) -> dict[str, list[Outcome]]:
+    """The outcomes by key, keys in order of first appearance."""
+    parts: dict[str, list[Outcome]] = {}
+    for o in outcomes:
+        parts.setdefault(key(o), []).append(o)
+    return parts
+
+
 def summarise(outcomes: Sequence[Outcome]) -> dict[str, Any]:
-    """Metrics overall, per kind, and recall@k curves: the body of metrics.json."""
-    kinds = list(dict.fromkeys(o.kind for o in outcomes))
-    groups = {kind: [o for o in outcomes if o.kind == kind] for kind in kinds}
+    """Metrics overall, per kind / group / language, recall@k curves and the risk-coverage
+    curve: the body of metrics.json."""
+    kinds = split(outcomes, lambda o: o.kind)
     return {
         "overall": summarise_group(outcomes),
-        "per_kind": {kind: summarise_group(group) for kind, group in groups.items()},
+        "per_kind": {kind: summarise_group(group) for kind, group in kinds.items()},
+        "per_group": {
+            name: summarise_group(group)
+            for name, group in split(outcomes, lambda o: o.group_name).items()
+        },
+        "per_language": {
+            lang: summarise_group(group)
+            for lang, group in split(outcomes, lambda o: o.language).items()
+        },
         "recall_at_k": {
             "k": list(CURVE_KS),
             "overall": recall_curve(outcomes),
-            **{kind: recall_curve(group) for kind, group in groups.items()},
+            **{kind: recall_curve(group) for kind, group in kinds.items()},
+        },
+        "risk_coverage": risk_coverage_of(outcomes),
+    }
+
+
+# -- risk and coverage ------------------------------------------------------------------
+
+
+def risk_coverage(points: Sequence[tuple[float, bool, bool]]) -> list[dict[str, Any]]:
+    """The accuracy / coverage trade-off of answering only above a confidence threshold.
+
+    `points` holds one (confidence, correct, answerable) triple per question: the score the
+    threshold is set on (higher: more answerable), whether the answer counts as correct
+    when given (see `Outcome.correct`: never for an unanswerable question), and whether the
+    question should be answered. For each distinct confidence t, highest first, the
+    questions with confidence >= t are the ones answered, and the point reports:
+
+    - `threshold`: t;
+    - `answered` / `correct`: how many are answered, and how many of those are correct;
+    - `coverage`: answered / all questions;
+    - `accuracy`: correct / answered (risk = 1 - accuracy);
+    - `abstention_recall`: unanswerable questions below t / unanswerable (None if none);
+    - `false_abstention_rate`: answerable questions below t / answerable (None if none).
+
+    Tied confidences enter together. E.g. [(0.9, True, True), (0.8, False, False),
+    (0.8, True, True), (0.3, False, True)] -> thresholds 0.9, 0.8, 0.3 with coverage
+    0.25, 0.75, 1.0 and accuracy 1.0, 2/3, 0.5. No points -> [].
+    """
+    ordered = sorted(points, key=lambda p: -p[0])
+    total = len(ordered)
+    unanswerable = sum(not ok for _, _, ok in ordered)
+    answerable = total - unanswerable
+    curve: list[dict[str, Any]] = []
+    answered = correct = unanswerable_answered = 0
+    for i, (confidence, right, ok) in enumerate(ordered):
+        answered += 1
+        correct += right
+        unanswerable_answered += not ok
+        if i + 1 < total and ordered[i + 1][0] == confidence:
+            continue  # a tie: the next question is answered at this threshold too
+        curve.append(
+            {
+                "threshold": confidence,
+                "answered": answered,
+                "correct": correct,
+                "coverage": answered / total,
+                "accuracy": correct / answered,
+                "abstention_recall": (
+                    (unanswerable - unanswerable_answered) / unanswerable if unanswerable else None
+                ),
+                "false_abstention_rate": (
+                    (total - answered - (unanswerable - unanswerable_answered)) / answerable
+                    if answerable
+                    else None
+                ),
+            }
+        )
+    return curve
+
+
+def operating_point(decisions: Sequence[tuple[bool, bool, bool]]) -> dict[str, Any]:
+    """The system's actual decisions as one risk-coverage point.
+
+    `decisions` holds one (abstained, correct, answerable) triple per question; coverage is
+    the share not abstained and accuracy the share correct among those (None if all
+    abstained), with the same counts and abstention rates as a `risk_coverage` point.
+    [(False, True, True), (False, False, False), (True, False, True)] -> coverage 2/3,
+    accuracy 0.5, abstention_recall 0.0, false_abstention_rate 0.5.
+    """
+    total = len(decisions)
+    answered = sum(not a for a, _, _ in decisions)
+    correct = sum(c for a, c, _ in decisions if not a)
+    return {
+        "answered": answered,
+        "correct": correct,
+        "questions": total,
+        "coverage": answered / total if total else None,
+        "accuracy": correct / answered if answered else None,
+        **{
+            k: v
+            for k, v in abstention((a, ok) for a, _, ok in decisions).items()
+            if k != "abstention_precision"
         },
     }
+
+
+def risk_coverage_of(outcomes: Sequence[Outcome]) -> dict[str, Any]:
+    """metrics.json `risk_coverage`: the curve over every question, the actual operating
+    point, and what the confidence was (`confidence`, `dense_similarity`, `mixed`, `none`)."""
+    curve = risk_coverage([(o.risk_score, o.correct, o.answerable) for o in outcomes])
+    actual = operating_point([(o.abstained, o.correct, o.answerable) for o in outcomes])
+    return {
+        "confidence_source": _confidence_source(outcomes),
+        "curve": [_round_point(p) for p in curve],
+        "actual": _round_point(actual),
+    }
+
+
+def _confidence_source(outcomes: Sequence[Outcome]) -> str:
+    used = {
+        "confidence"
+        if o.confidence is not None
+        else "dense_similarity"
+        if o.top_similarity is not None
+        else "none"
+        for o in outcomes
+    }
+    return used.pop() if len(used) == 1 else "mixed" if used else "none"
+
+
+def _round_point(point: dict[str, Any]) -> dict[str, Any]:
+    return {k: _round(v) if isinstance(v, float) else v for k, v in point.items()}
 
 
 def _round(value: float | None) -> float | None:

@@ -7,6 +7,10 @@ being evaluated and reports every snippet that matches no paper or more than one
 question whose gold does not resolve is answered but not scored: scoring it against a
 partial gold set would be wrong in either direction.
 
+Besides gold, a question may carry its style tag (`group`, default its `kind`), its
+language (`language`, ISO 639-1, default "en"), the scope it names (`scope`: venue, year,
+status) and `follow_up_of`: the id of an earlier question it follows in one conversation.
+
 Deliberately left out: any fuzzy matching. A snippet that does not match verbatim is a
 defect in the question set, reported as such.
 """
@@ -14,11 +18,13 @@ defect in the question set, reported as such.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from eval.metrics import Scope
 from rag.ingest import read_papers
 from rag.load import expand_paths
 from rag.papers import FieldMap
@@ -26,7 +32,20 @@ from rag.types import IngestSummary, Paper, normalise_text
 
 KINDS = ("lookup", "factual", "multi", "unanswerable")
 ID_PREFIX = "id:"
-_KEYS = {"id", "question", "kind", "gold", "answer_contains", "answerable"}
+_KEYS = {
+    "id",
+    "question",
+    "kind",
+    "gold",
+    "answer_contains",
+    "answerable",
+    "group",
+    "follow_up_of",
+    "scope",
+    "language",
+}
+_SCOPE_KEYS = ("venue", "year", "status")
+_LANGUAGE = re.compile(r"[a-z]{2}")
 
 
 class QuestionError(ValueError):
@@ -44,6 +63,15 @@ class Question:
     answer_contains: tuple[str, ...] = ()
     answerable: bool = True
     line: int = 0  # 1-based line in the file, for messages
+    group: str = ""  # style tag ("short", "typo", ...); parse_question fills in the kind
+    follow_up_of: str | None = None  # id of the earlier question this one follows
+    scope: Scope | None = None  # the venue / year / status the question names
+    language: str = "en"  # ISO 639-1
+
+    @property
+    def group_name(self) -> str:
+        """The group the question is reported in: its `group`, else its kind."""
+        return self.group or self.kind
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +117,7 @@ def load_questions(path: str | Path) -> list[Question]:
             continue
         seen[question.id] = number
         questions.append(question)
+    errors.extend(_follow_up_errors(path, questions, lines))
     if errors:
         more = f"\n… and {len(errors) - 10} more" if len(errors) > 10 else ""
         raise QuestionError("\n".join(errors[:10]) + more)
@@ -125,7 +154,81 @@ def parse_question(line: str, number: int = 0) -> Question:
         answer_contains=_strings(data, "answer_contains"),
         answerable=answerable,
         line=number,
+        group=_optional_text(data, "group") or kind,
+        follow_up_of=_optional_text(data, "follow_up_of"),
+        scope=_scope(data),
+        language=_language(data),
     )
+
+
+def _follow_up_errors(path: Path, questions: Sequence[Question], lines: Sequence[str]) -> list[str]:
+    """`follow_up_of` must name a question on an earlier line of the same file."""
+    lines_of = {q.id: q.line for q in questions}
+    mentioned = _ids_on_lines(lines)  # also ids of lines that failed to parse
+    errors = []
+    for q in questions:
+        parent = q.follow_up_of
+        if parent is None:
+            continue
+        where = lines_of.get(parent) or mentioned.get(parent)
+        if parent == q.id:
+            problem = "names the question itself"
+        elif where is None:
+            problem = "names no question in this file"
+        elif where > q.line:
+            problem = f"names a later question (line {where}): it must come before"
+        else:
+            continue
+        errors.append(f"{path}:{q.line}: `follow_up_of` {parent!r} {problem}")
+    return errors
+
+
+def _ids_on_lines(lines: Sequence[str]) -> dict[str, int]:
+    found: dict[str, int] = {}
+    for number, line in enumerate(lines, start=1):
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(data, dict) and isinstance(data.get("id"), str):
+            found.setdefault(data["id"].strip(), number)
+    return found
+
+
+def _optional_text(data: dict[str, Any], key: str) -> str | None:
+    if key not in data:
+        return None
+    return _text(data, key)
+
+
+def _scope(data: dict[str, Any]) -> Scope | None:
+    if "scope" not in data:
+        return None
+    value = data["scope"]
+    if not isinstance(value, dict) or not value:
+        raise ValueError("`scope` must be an object with any of venue, year, status")
+    unknown = sorted(set(value) - set(_SCOPE_KEYS))
+    if unknown:
+        raise ValueError(f"unknown `scope` key(s) {', '.join(unknown)}; known: venue, year, status")
+    for key in ("venue", "status"):
+        if key in value and not (isinstance(value[key], str) and value[key].strip()):
+            raise ValueError(f"`scope.{key}` must be a non-empty string")
+    year = value.get("year")
+    if "year" in value and (not isinstance(year, int) or isinstance(year, bool)):
+        raise ValueError(f"`scope.year` must be an integer, got {year!r}")
+    venue, status = value.get("venue"), value.get("status")
+    return Scope(
+        venue=venue.strip() if venue else None,
+        year=year,
+        status=status.strip() if status else None,
+    )
+
+
+def _language(data: dict[str, Any]) -> str:
+    value = data.get("language", "en")
+    if not isinstance(value, str) or not _LANGUAGE.fullmatch(value.strip().lower()):
+        raise ValueError(f"`language` must be a two-letter ISO 639-1 code, got {value!r}")
+    return value.strip().lower()
 
 
 def _text(data: dict[str, Any], key: str) -> str:

@@ -1,17 +1,19 @@
 """Results + metrics -> report.md with PNG plots beside it (matplotlib's Agg canvas).
 
 The report holds the summary table (overall and per kind, each value with the number of
-questions behind it), latency per stage, four plots (metrics per kind, recall@k curves,
-a latency histogram, the top hit's similarity for answerable vs unanswerable questions
-with the abstention threshold), a similarity-only abstention sweep for calibrating that
-threshold, unresolved gold, and the misses of each kind with what the system returned.
+questions behind it), the key metrics per group (the questions' style tags) and per
+language, latency per stage, five plots (metrics per kind, recall@k curves, the
+risk-coverage curve with the system's operating point, a latency histogram, the top
+hit's similarity for answerable vs unanswerable questions with the abstention
+threshold), a similarity-only abstention sweep for calibrating that threshold,
+unresolved gold, and the misses of each kind with what the system returned.
 Figures are drawn on an explicit Agg canvas, not through pyplot: no window, no display,
 and no global backend switched under the rest of the process.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,7 +44,17 @@ BAR_METRICS = (
     "abstention_recall",
     "false_abstention_rate",
 )
-SWEEP = (0.15, 0.20, 0.25, 0.30, 0.35, 0.40, 0.45, 0.50)
+GROUP_COLUMNS = (
+    "hit@1",
+    "hit@5",
+    "answer_contains",
+    "citation_precision",
+    "abstention_recall",
+    "false_abstention_rate",
+    "in_scope_citations",
+)
+RISK_ROWS = 8  # curve points listed under the risk-coverage plot
+SWEEP = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
 MISSES_SHOWN = 15
 _N_KEY = {
     "abstention_precision": "abstained",
@@ -54,16 +66,21 @@ _N_KEY = {
 def write_report(out: Path, results: Sequence[Result], metrics: dict[str, Any]) -> Path:
     """Write report.md and its PNGs into `out`; return the report's path."""
     out.mkdir(parents=True, exist_ok=True)
-    threshold = metrics["run"].get("abstention", {}).get("abstain_min_similarity")
+    threshold = metrics["run"].get("abstention", {}).get("threshold")
     plot_per_kind(metrics, out / "per_kind.png")
     plot_recall_curves(metrics, out / "recall_at_k.png")
     plot_latency(results, out / "latency.png")
     plot_abstention_scores(results, threshold, out / "abstention_scores.png")
+    risk = metrics.get("risk_coverage") or {}
+    plot_risk_coverage(risk.get("curve") or [], risk.get("actual"), out / "risk_coverage.png")
     sections = [
         _header(metrics),
         "## Summary\n\n" + summary_table(metrics) + "\n\n![metrics per kind](per_kind.png)",
+        _groups_section(metrics),
+        _breakdown_section("Per language", "language", metrics.get("per_language") or {}, 2),
         "## Retrieval depth\n\nMean recall@k over questions with gold (for one gold paper, "
         "recall@k = hit@k).\n\n![recall@k](recall_at_k.png)",
+        _risk_section(risk),
         _abstention_section(results, metrics),
         "## Latency (ms)\n\n" + latency_table(metrics) + "\n\n![latency](latency.png)",
         _gold_section(metrics),
@@ -119,6 +136,79 @@ def _cell(value: float | None, n: int) -> str:
     return "–" if value is None else f"{value:.3f} ({n})"
 
 
+def breakdown_table(parts: Mapping[str, Mapping[str, Any]], label: str = "group") -> str:
+    """One row per group (or language): questions (scored), then the key metrics, each
+    'value (n)'; columns no row has are left out."""
+    columns = [c for c in GROUP_COLUMNS if any(p.get(c) is not None for p in parts.values())]
+    lines = [
+        f"| {label} | questions (scored) | " + " | ".join(columns) + " |",
+        "|---" * (len(columns) + 2) + "|",
+    ]
+    for name, p in parts.items():
+        cells = [_cell(p.get(c), p["n"].get(_N_KEY.get(c, c), 0)) for c in columns]
+        lines.append(f"| {name} | {p['questions']} ({p['scored']}) | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _breakdown_section(
+    title: str, label: str, parts: Mapping[str, Mapping[str, Any]], minimum: int = 1
+) -> str:
+    if len(parts) < max(1, minimum):
+        return ""
+    return (
+        f"## {title}\n\nEvery metric per {label} is in metrics.json (`per_{label}`); "
+        "the key ones:\n\n" + breakdown_table(parts, label)
+    )
+
+
+def _groups_section(metrics: dict[str, Any]) -> str:
+    groups = metrics.get("per_group") or {}
+    if groups == metrics.get("per_kind"):  # no question has a group of its own
+        return ""
+    return _breakdown_section("Per group", "group", groups)
+
+
+def _risk_section(risk: Mapping[str, Any]) -> str:
+    curve, actual = risk.get("curve") or [], risk.get("actual") or {}
+    source = risk.get("confidence_source", "none")
+    text = (
+        "## Risk and coverage\n\nAnswering only the questions whose confidence "
+        f"(here: `{source}`) reaches a threshold: the share of all questions answered "
+        "(coverage) against the share of those answered correctly (a gold paper cited; "
+        "any answer to an answerable question without gold; never an answer to an "
+        "unanswerable one). The star is what the system actually did. Where the curve "
+        "covers questions the system abstained on (mostly right of the star) they count as "
+        "wrong, as there is no answer to check: there the curve is a lower bound.\n\n"
+        "![risk-coverage](risk_coverage.png)"
+    )
+    if actual.get("questions"):
+        text += (
+            f"\n\nActual: answered {actual['answered']} of {actual['questions']} "
+            f"(coverage {_fmt(actual['coverage'])}), {actual['correct']} correct "
+            f"(accuracy {_fmt(actual['accuracy'])})."
+        )
+    if curve:
+        rows = [
+            "| confidence ≥ | coverage | accuracy | abstention recall | false abstention |",
+            "|---|---|---|---|---|",
+        ]
+        for p in _spread(curve, RISK_ROWS):
+            rows.append(
+                f"| {p['threshold']:.3f} | {_fmt(p['coverage'])} | {_fmt(p['accuracy'])} "
+                f"| {_fmt(p['abstention_recall'])} | {_fmt(p['false_abstention_rate'])} |"
+            )
+        text += "\n\n" + "\n".join(rows)
+    return text
+
+
+def _spread(items: Sequence[Any], count: int) -> list[Any]:
+    """About `count` items evenly spread over the list, always with the first and last."""
+    if len(items) <= count:
+        return list(items)
+    step = (len(items) - 1) / (count - 1)
+    return [items[round(i * step)] for i in range(count)]
+
+
 def latency_table(metrics: dict[str, Any]) -> str:
     """Stage rows with p50 and p95 over all questions."""
     lines = ["| stage | p50 | p95 |", "|---|---|---|"]
@@ -128,16 +218,18 @@ def latency_table(metrics: dict[str, Any]) -> str:
 
 
 def _abstention_section(results: Sequence[Result], metrics: dict[str, Any]) -> str:
-    pairs = [(r.top_similarity, r.question.answerable) for r in results if r.outcome().scored]
+    pairs = [(r.abstention_score, r.question.answerable) for r in results if r.outcome().scored]
     known = [(s, ok) for s, ok in pairs if s is not None]
-    rule = ", ".join(f"`{k}` = {v}" for k, v in metrics["run"].get("abstention", {}).items())
+    threshold = metrics["run"].get("abstention", {}).get("threshold")
     text = (
-        f"## Abstention\n\nSettings: {rule or 'unknown'}. The plot shows the best hit's cosine "
-        "similarity for answerable and unanswerable questions, with `abstain_min_similarity` "
-        "as a dashed line.\n\n![abstention scores](abstention_scores.png)"
+        f"## Abstention\n\nThreshold: {threshold if threshold is not None else 'unknown'} "
+        "(fitted by `rag eval calibrate`). The plot shows each answer's confidence "
+        "(rag/answerable.py) for answerable and unanswerable questions, the threshold as a "
+        "dashed line; questions a detail check refused have none.\n\n"
+        "![abstention scores](abstention_scores.png)"
     )
     if not known:
-        return text + "\n\n(No dense similarity: the retriever was bm25.)"
+        return text + "\n\n(No answer carried a confidence.)"
     rows = ["| abstain below | precision | recall | false abstention |", "|---|---|---|---|"]
     for t in SWEEP:
         a = abstention((s < t, ok) for s, ok in known)
@@ -180,7 +272,7 @@ def _problem(r: Result) -> tuple[float, str] | None:
         return None
     if not o.answerable:
         return (
-            (-(r.top_similarity or 0.0), "answered instead of abstaining")
+            (-(r.abstention_score or 0.0), "answered instead of abstaining")
             if not o.abstained
             else None
         )
@@ -195,7 +287,13 @@ def _problem(r: Result) -> tuple[float, str] | None:
         wrong.append("answer lacks " + ", ".join(repr(e) for e in o.answer_contains))
     if o.abstained:
         wrong.append("abstained")
-    key = min(v for v in (s["mrr"], s["recall@10"], s["answer_contains"], 1.0) if v is not None)
+    if s["in_scope_citations"] is not None and s["in_scope_citations"] < 1.0:
+        wrong.append(f"in-scope citations {s['in_scope_citations']:.2f}")
+    key = min(
+        v
+        for v in (s["mrr"], s["recall@10"], s["answer_contains"], s["in_scope_citations"], 1.0)
+        if v is not None
+    )
     return (key, "; ".join(wrong)) if wrong else None
 
 
@@ -265,18 +363,53 @@ def plot_latency(results: Sequence[Result], path: Path) -> None:
 
 
 def plot_abstention_scores(results: Sequence[Result], threshold: float | None, path: Path) -> None:
-    """Top hit's dense similarity, answerable vs unanswerable, with the threshold line."""
+    """Each answer's confidence, answerable vs unanswerable, with the threshold line."""
     fig, ax = blank_figure(6, 4)
-    scored = [r for r in results if r.outcome().scored and r.top_similarity is not None]
+    scored = [r for r in results if r.outcome().scored and r.abstention_score is not None]
     for answerable, label in ((True, "answerable"), (False, "unanswerable")):
-        values = [r.top_similarity or 0.0 for r in scored if r.question.answerable is answerable]
+        values = [r.abstention_score or 0.0 for r in scored if r.question.answerable is answerable]
         if values:
             ax.hist(values, bins=20, range=(0, 1), alpha=0.6, label=f"{label} ({len(values)})")
     if threshold is not None:
         ax.axvline(threshold, color="black", linestyle="--", label=f"threshold {threshold}")
-    ax.set_xlabel("cosine similarity of the top hit")
+    ax.set_xlabel("answer confidence")
     ax.set_ylabel("questions")
     save(fig, ax, path, "Abstention scores")
+
+
+def plot_risk_coverage(
+    curve: Sequence[Mapping[str, Any]],
+    actual: Mapping[str, Any] | None,
+    path: Path,
+    title: str = "Risk and coverage",
+) -> None:
+    """Accuracy among the answered questions against coverage, one point per threshold of
+    `eval.metrics.risk_coverage`, with the actual operating point (`operating_point`)
+    marked by a star; either may be empty."""
+    fig, ax = blank_figure(6, 4)
+    if curve:
+        ax.plot(
+            [p["coverage"] for p in curve],
+            [p["accuracy"] for p in curve],
+            marker=".",
+            markersize=3,
+            label="answer when confidence ≥ threshold",
+        )
+    if actual and actual.get("coverage") is not None and actual.get("accuracy") is not None:
+        ax.plot(
+            [actual["coverage"]],
+            [actual["accuracy"]],
+            marker="*",
+            markersize=14,
+            linestyle="none",
+            color="crimson",
+            label=f"actual ({actual['coverage']:.2f}, {actual['accuracy']:.2f})",
+        )
+    ax.set_xlabel("coverage (share of questions answered)")
+    ax.set_ylabel("accuracy among answered")
+    ax.set_xlim(0, 1.02)
+    ax.set_ylim(0, 1.05)
+    save(fig, ax, path, title, loc="lower left")
 
 
 def blank_figure(width: float, height: float) -> tuple[Figure, Axes]:

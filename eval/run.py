@@ -1,9 +1,13 @@
 """Questions -> answers through the `rag ask` code path -> results.jsonl and metrics.json.
 
-Each question is answered by `Assistant.ask` and serialised by `rag.cli.answer_json`,
-exactly as `rag ask --json` does, so what is measured is what users get. Ranking metrics
+Each question is answered through a `Conversation` (as the chat app asks) and serialised
+by `rag.cli.answer_json`, exactly as `rag ask --json` does, so what is measured is what
+users get. A question with `follow_up_of` is asked in the conversation of the question it
+follows, right after it; every other question starts a fresh conversation, so a short
+question is never read as a follow-up of the one before it in the file. Ranking metrics
 need a deeper list than the sources shown (6 by default), so each question is also
-searched once at depth max(10, top-k) with the same retriever; both are recorded.
+searched once at depth max(10, top-k) with the same retriever, for the query the answer
+searched (a follow-up's standalone query) and the filters it applied; both are recorded.
 
 The index evaluated always holds the bundled seeds (the question sets are about them),
 plus any `--with-corpus` distractors; ingest is incremental, so a second run over an
@@ -12,24 +16,26 @@ unchanged corpus embeds nothing.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from eval.judge import Judge
-from eval.metrics import Outcome, question_scores, summarise
+from eval.metrics import CitedSource, Outcome, question_scores, summarise
 from eval.questions import Question, ResolvedGold, resolve_gold
 from eval.report import write_report
-from rag.assistant import Assistant
+from rag.assistant import Assistant, Turn
 from rag.cli import answer_json
 from rag.config import BUNDLED_CORPUS, Settings
 from rag.embed import Embedder
 from rag.ingest import Progress
-from rag.types import Hit, IngestSummary
+from rag.retrieve import Filters
+from rag.types import Answer, Hit, IngestSummary
 
 RANKING_DEPTH = 10
 WARM_UP = "A warm-up sentence: the first call to a model also pays for its set-up."
@@ -68,26 +74,53 @@ class Result:
     ranking: list[dict[str, Any]]
     gold: frozenset[str] | None
     judge: dict[str, Any] = field(default_factory=dict)
+    statuses: dict[str, str | None] = field(default_factory=dict)  # cited paper id -> status
+    ranking_filters: dict[str, Any] = field(default_factory=dict)  # what the ranking applied
 
     def outcome(self) -> Outcome:
         """What the metrics read."""
+        q = self.question
         return Outcome(
-            kind=self.question.kind,
-            answerable=self.question.answerable,
+            kind=q.kind,
+            answerable=q.answerable,
             gold=self.gold,
             ranked=tuple(h["paper_id"] for h in self.ranking),
             cited=frozenset(s["paper_id"] for s in self.answer["sources"] if s["cited"]),
             abstained=self.answer["abstained"],
             answer=self.answer["answer"],
-            answer_contains=self.question.answer_contains,
+            answer_contains=q.answer_contains,
             timings_ms=self.answer["timings_ms"],
             judge={k: self.judge.get(k) for k in ("faithfulness", "answer_relevance")},
+            group=q.group_name,
+            language=q.language,
+            scope=q.scope,
+            cited_sources=self.cited_sources(),
+            confidence=self.answer.get("confidence"),
+            top_similarity=self.top_similarity,
+        )
+
+    def cited_sources(self) -> tuple[CitedSource, ...]:
+        """The cited sources' venue and year (from the answer) and status (from the index)."""
+        return tuple(
+            CitedSource(
+                s["paper_id"],
+                s.get("venue"),
+                s.get("year"),
+                s.get("status") or self.statuses.get(s["paper_id"]),
+            )
+            for s in self.answer["sources"]
+            if s["cited"]
         )
 
     @property
     def top_similarity(self) -> float | None:
-        """The best hit's cosine similarity: what abstention is calibrated on."""
+        """The best hit's cosine similarity."""
         return self.ranking[0]["dense_similarity"] if self.ranking else None
+
+    @property
+    def abstention_score(self) -> float | None:
+        """What abstention is decided on: the answer's confidence (rag/answerable.py)."""
+        return self.answer.get("confidence")
 
     def to_json(self) -> dict[str, Any]:
         """One results.jsonl line: `id`, the whole ask object, then an `eval` block."""
@@ -97,6 +130,12 @@ class Result:
             **self.answer,
             "eval": {
                 "kind": q.kind,
+                "group": q.group_name,
+                "language": q.language,
+                "follow_up_of": q.follow_up_of,
+                "scope": q.scope.to_dict() if q.scope else None,
+                "cited_sources": [dataclasses.asdict(c) for c in self.cited_sources()],
+                "ranking_filters": self.ranking_filters,
                 "answerable": q.answerable,
                 "gold": sorted(self.gold) if self.gold is not None else None,
                 "answer_contains": list(q.answer_contains),
@@ -168,20 +207,72 @@ def answer_all(
     variant: Variant = Variant(),
     step: Step | None = None,
 ) -> list[Result]:
-    """Answer every question as `rag ask` would, and rank it at depth >= 10."""
+    """Answer every question as the chat app would, and rank it at depth >= 10.
+
+    A question with `follow_up_of` continues the conversation as it stood right after the
+    question it follows (that one is its previous turn, whatever was asked in between);
+    every other question starts a fresh conversation.
+    """
     depth = max(RANKING_DEPTH, variant.top_k or assistant.settings.top_k)
     assistant.embedder.embed([WARM_UP])  # load lazily initialised weights before timing
     results: list[Result] = []
+    history: dict[str, list[Turn]] = {}  # question id -> the turns up to and including it
     for q in questions:
+        conversation = assistant.conversation()
+        if q.follow_up_of is not None:
+            if q.follow_up_of not in history:
+                raise ValueError(f"{q.id}: `follow_up_of` {q.follow_up_of!r} was not asked before")
+            conversation.turns.extend(history[q.follow_up_of])
         # Ask first: the query embedding is cached, so its cost lands in the ask's timings.
-        answer = assistant.ask(
+        answer = conversation.ask(
             q.question, top_k=variant.top_k, mode=variant.mode, retriever=variant.retriever
         )
-        hits = assistant.search(q.question, top_k=depth, retriever=variant.retriever)
-        results.append(Result(q, answer_json(answer), [_hit(h) for h in hits], gold.ids[q.id]))
+        history[q.id] = list(conversation.turns)
+        filters = filters_of(answer.applied_filters)
+        hits = assistant.search(
+            answer.query or q.question, top_k=depth, filters=filters, retriever=variant.retriever
+        )
+        results.append(
+            Result(
+                q,
+                answer_json(answer),
+                [_hit(h) for h in hits],
+                gold.ids[q.id],
+                statuses=_statuses(assistant, answer),
+                ranking_filters=_filter_dict(filters),
+            )
+        )
         if step:
             step(1)
     return results
+
+
+FILTER_FIELDS = tuple(f.name for f in dataclasses.fields(Filters))
+
+
+def filters_of(applied: Mapping[str, Any] | None) -> Filters | None:
+    """The answer's `applied_filters` as `Filters`, keeping only the fields Filters has and
+    the values set: {"venue": "ICLR", "year": 2026, "year_min": 2020} -> Filters(venue=
+    "ICLR", year=2026); {} -> None (no filter)."""
+    kept = {k: v for k, v in (applied or {}).items() if k in FILTER_FIELDS and v is not None}
+    return Filters(**kept) if kept else None
+
+
+def _filter_dict(filters: Filters | None) -> dict[str, Any]:
+    if filters is None:
+        return {}
+    return {k: v for k, v in dataclasses.asdict(filters).items() if v is not None}
+
+
+def _statuses(assistant: Assistant, answer: Answer) -> dict[str, str | None]:
+    """Each cited paper's status as the index knows it (sources carry venue and year only)."""
+    papers = assistant.retriever.catalog.papers
+    found: dict[str, str | None] = {}
+    for source in answer.sources:
+        if source.cited:
+            stored = papers.get(source.paper_id)
+            found[source.paper_id] = stored.paper.status if stored is not None else None
+    return found
 
 
 def _hit(hit: Hit) -> dict[str, Any]:
@@ -237,6 +328,6 @@ def run_info(assistant: Assistant, variant: Variant, judge: Judge | None) -> dic
         "embedding_model": stats["embedding_model"],
         "llm_model": s.llm_model if used["mode"] == "llm" else None,
         "judge_model": judge.model if judge else None,
-        "abstention": {k: v for k, v in s.model_dump().items() if k.startswith("abstain_")},
+        "abstention": assistant.answerability(),
         "date": time.strftime("%Y-%m-%d %H:%M:%S"),
     }

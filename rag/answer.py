@@ -1,10 +1,11 @@
-"""Question + retrieved papers -> an Answer with checked citations (LLM or extractive).
+"""Query + retrieved papers -> an Answer with checked citations (LLM or extractive).
 
 Both paths share the sources (numbered in retrieval order: `[n]` is `sources[n-1]`) and
-the abstention rule. The LLM path streams tokens, then checks every citation; any
-endpoint fault ends in the extractive answer with a notice. The extractive path picks,
-from the best sources, the sentences closest to the question (embedding similarity plus
-shared content words) and cites each one.
+one answerability decision (rag/answerable.py): offline, the answer abstains when the
+evidence is below the fitted threshold; with an LLM, only when nothing at all meets the
+question, and otherwise the model sees the sources and may say the answer is not found.
+The LLM path streams tokens, then checks every citation; any endpoint fault ends in the
+extractive answer with a notice.
 """
 
 from __future__ import annotations
@@ -12,29 +13,25 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
-from rag import extractive, prompts
+from rag import answerable, extractive, prompts
 from rag.chunk import count_tokens
 from rag.citations import check
 from rag.config import Settings
 from rag.embed import Embedder
 from rag.llm import ChatClient, LLMError, OnReset, OnToken
-from rag.text import overlap
+from rag.question import Query
+from rag.text import overlap, split_sentences
 from rag.types import Answer, Hit, Source
 
 Coverage = Callable[[str, str], float]
+Lexical = Callable[[str], float]
 NOT_FOUND = f"The answer is {prompts.ABSTAIN_PHRASE}."
-_ASKS_AUTHORS = re.compile(
-    r"\b(who (wrote|authored|are the authors)|authors?|affiliat\w+|written by|which "
-    r"(university|universities|company|companies|lab|labs|institution|institutions|group))\b",
-    re.I,
-)
-_ASKS_CODE = re.compile(r"\b(github|code (link|repository|url)|source code|repo(sitory)?)\b", re.I)
-_URL = re.compile(r"https?://\S+")
-_ASKS_COUNT = re.compile(r"\bhow many\b", re.I)
+PLURAL_EVIDENCE = 3  # papers whose evidence is weighed for "which papers ..." questions
 
 
 def make_sources(hits: list[Hit]) -> list[Source]:
@@ -62,51 +59,6 @@ def _short_source(source: str) -> str:
     return f"{Path(file).name}:{position}"
 
 
-def weak_evidence(
-    question: str, hits: list[Hit], settings: Settings, coverage: Coverage = overlap
-) -> str | None:
-    """Say why the retrieved abstracts cannot answer, or None when they may.
-
-    Abstain when the best paper is neither close in meaning nor holds the key terms
-    (`coverage(question, text)` is IDF-weighted by the retriever, so rare terms like
-    'cryo-EM' decide), or when a detail is asked for that its record does not hold.
-    """
-    if not hits:
-        return "the index holds no matching paper"
-    best = hits[0]
-    text = f"{best.paper.label} {best.paper.abstract}"
-    similarity = best.dense_similarity if best.dense_similarity is not None else 0.0
-    if similarity < settings.abstain_min_similarity:
-        return f"the closest abstract is too far from the question (cosine {similarity:.2f})"
-    covered = coverage(question, text)
-    if covered < settings.abstain_min_coverage and (
-        similarity < settings.abstain_confident_similarity
-    ):
-        return (
-            f"the closest abstract holds too little of what is asked (coverage "
-            f"{covered:.2f}, cosine {similarity:.2f})"
-        )
-    return _missing_detail(question, best, text)
-
-
-def _missing_detail(question: str, hit: Hit, text: str) -> str | None:
-    """Authors, affiliations, code links, named things or figures asked for but not in
-    the record ("What ImageNet accuracy does X reach?" of an abstract with no numbers)."""
-    if _ASKS_AUTHORS.search(question) and not hit.paper.authors:
-        return "the records hold no author or affiliation information"
-    if _ASKS_CODE.search(question) and not _URL.search(hit.paper.abstract):
-        return "the abstract gives no code link"
-    intent = extractive.Intent.of(question)
-    if intent.wants and not intent.plural:
-        missing = extractive.missing_names(question, text)
-        if missing:
-            return "the closest abstract does not mention " + ", ".join(missing)
-        counts = bool(_ASKS_COUNT.search(question))
-        if intent.wants == "number" and not extractive.reports_figure(hit.paper.abstract, counts):
-            return "the closest abstract reports no figures"
-    return None
-
-
 def abstention(question: str, sources: list[Source], mode: str, why: str = "") -> Answer:
     """The plain 'not found' answer, listing the closest papers."""
     closest = "\n".join(f"- {s.title} ({s.source})" for s in sources[:3])
@@ -123,16 +75,23 @@ class Answerer:
         embedder: Embedder,
         client: ChatClient | None = None,
         coverage: Coverage = overlap,
+        lexical: Lexical = lambda query: 0.0,
+        rarest_missing: Coverage = lambda question, text: 0.0,
     ) -> None:
         self.settings = settings
         self.embedder = embedder
         self.client = client
         self.coverage = coverage
+        self.lexical = lexical
+        self.rarest_missing = rarest_missing
+        self.model = answerable.load_model(settings.answerability_file)
+        if settings.abstain_threshold is not None:
+            self.model = replace(self.model, threshold=settings.abstain_threshold)
         self._vectors: dict[str, np.ndarray] = {}
 
     def answer(
         self,
-        question: str,
+        query: Query,
         hits: list[Hit],
         mode: str | None = None,
         on_token: OnToken | None = None,
@@ -141,32 +100,65 @@ class Answerer:
         """Answer from the hits; `mode` overrides the settings (llm | extractive)."""
         mode = mode or self.settings.answer_mode
         sources = make_sources(hits)
-        why = weak_evidence(question, hits, self.settings, self.coverage)
-        if why:
-            return abstention(question, sources, mode if self.client else "extractive", why)
-        if mode == "llm" and self.client is not None:
-            return self._llm(question, hits, on_token, on_reset)
-        notices = ["no LLM endpoint configured; answered extractively"] if mode == "llm" else []
-        answer = self.extractive(question, hits)
-        answer.notices.extend(notices)
+        use_llm = self.mode_of(mode) == "llm"
+        if not hits:
+            why = "the index holds no matching paper"
+            return abstention(query.question, sources, self.mode_of(mode), why)
+        evidence = self.evidence(query, hits)
+        decision = answerable.decide(evidence, self.model, llm=use_llm)
+        if not decision.answer:
+            answer = abstention(query.question, sources, self.mode_of(mode), decision.why)
+        elif use_llm:
+            answer = self._llm(query, hits, on_token, on_reset)
+        else:
+            answer = self.extractive(query, hits)
+            if mode == "llm":
+                answer.notices.append("no LLM endpoint configured; answered extractively")
+        answer.confidence = decision.confidence
+        answer.evidence = {
+            **{k: round(v, 4) for k, v in evidence.features.items()},
+            "missing_detail": float(evidence.missing_detail is not None),
+        }
         return answer
+
+    def mode_of(self, mode: str | None = None) -> str:
+        """The mode an answer is made in: llm only with a client."""
+        mode = mode or self.settings.answer_mode
+        return "llm" if mode == "llm" and self.client is not None else "extractive"
+
+    def evidence(self, query: Query, hits: list[Hit]) -> answerable.Evidence:
+        """What speaks for an answer (see rag/answerable.py): in the best hit, or for a
+        question after several papers, in the most convincing of the first three."""
+        vector = self.embedder.embed_query(query.text)
+        found = []
+        for at in range(min(len(hits), PLURAL_EVIDENCE if query.plural else 1)):
+            paper = hits[at].paper
+            sentences = [s for s in (paper.title, *split_sentences(paper.abstract)) if s]
+            similarity = float((self._sentence_vectors(sentences) @ vector).max())
+            found.append(
+                answerable.gather(
+                    query, hits, similarity, self.coverage, self.lexical, self.rarest_missing, at
+                )
+            )
+        return max(found, key=lambda e: self.model.confidence(e.features))
 
     # -- extractive --------------------------------------------------------------
 
-    def extractive(self, question: str, hits: list[Hit]) -> Answer:
+    def extractive(self, query: Query, hits: list[Hit]) -> Answer:
         """Compose an answer from the best sentences of the best sources, each cited."""
         sources = make_sources(hits)
-        chosen = [sources[i] for i in extractive.candidates(hits, extractive.Intent.of(question))]
+        chosen = [sources[i] for i in extractive.candidates(hits, query)]
         picked = extractive.pick_sentences(
-            question, self.embedder.embed_query(question), chosen, self._sentence_vectors
+            query, self.embedder.embed_query(query.text), chosen, self._sentence_vectors
         )
         if not picked:
-            return abstention(question, sources, "extractive")
+            return abstention(query.question, sources, "extractive")
         for source, sentences in picked:
             source.cited = True
             source.highlights = sentences
         text = extractive.compose(picked)
-        return Answer(question, text, False, [s.n for s, _ in picked], sources, "extractive")
+        cited = [s.n for s, _ in picked]
+        return Answer(query.question, text, False, cited, sources, "extractive")
 
     def _sentence_vectors(self, sentences: list[str]) -> np.ndarray:
         """Embed sentences, reusing vectors of sentences seen before (same abstracts recur)."""
@@ -181,12 +173,13 @@ class Answerer:
 
     def _llm(
         self,
-        question: str,
+        query: Query,
         hits: list[Hit],
         on_token: OnToken | None,
         on_reset: OnReset | None = None,
     ) -> Answer:
         assert self.client is not None
+        question = query.question
         sources = make_sources(hits)
         messages, shown, notices = self.build_messages(question, sources)
         t0 = time.perf_counter()
@@ -195,7 +188,7 @@ class Answerer:
             if not reply.text.strip():
                 raise LLMError("endpoint returned an empty answer")
         except LLMError as exc:
-            fallback = self.extractive(question, hits)
+            fallback = self.extractive(query, hits)
             fallback.notices = [
                 *notices,
                 f"LLM endpoint failed: {exc}; showing the offline extractive answer instead",

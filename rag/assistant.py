@@ -1,31 +1,33 @@
 """The library API the CLI, the UI and eval share: ingest, search, ask, converse.
 
 `Assistant` owns one store, one embedder, one retriever and one answerer per process
-(the UI caches it; it is safe for concurrent questions). `Conversation` keeps one user's
-turns: with an LLM a follow-up is condensed into a standalone query; without one, a
-follow-up that leans on the previous turn ("what dataset did it use?") is searched
-together with that turn's query.
+(the UI caches it; it is safe for concurrent questions). A question is read first
+(rag/question.py: scope, intent, terms), searched inside the scope it names (flags and UI
+filters override it; a scope the index does not hold is refused, never widened), then
+answered. `Conversation` keeps one user's turns: a question that refers back ("what
+dataset did it use?", "the second one?") is a follow-up; with an LLM it is condensed into
+a standalone query, without one it is searched together with what it refers to.
 """
 
 from __future__ import annotations
 
-import re
 import time
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from rag import prompts
-from rag.answer import Answerer
+from rag.answer import Answerer, abstention
 from rag.config import BUNDLED_CORPUS, Settings
 from rag.embed import Embedder, make_embedder
 from rag.index import Store, adopt_layout
 from rag.ingest import Progress, ingest
 from rag.llm import ChatClient, LLMError, OnReset, OnToken
 from rag.papers import FieldMap
-from rag.retrieve import Filters, Retriever
-from rag.types import Answer, Hit, IngestSummary
+from rag.question import Query, distinctive_terms, read
+from rag.retrieve import Retriever
+from rag.types import Answer, Filters, Hit, IngestSummary, Source
 
 
 class Assistant:
@@ -44,6 +46,8 @@ class Assistant:
             self.embedder,
             self.client,
             coverage=lambda q, t: self.retriever.terms.coverage(q, t),
+            lexical=self.retriever.lexical_ceiling,
+            rarest_missing=lambda q, t: self.retriever.terms.rarest_missing(q, t),
         )
 
     # -- ingest ------------------------------------------------------------------
@@ -70,6 +74,10 @@ class Assistant:
 
     # -- ask ---------------------------------------------------------------------
 
+    def read(self, question: str) -> Query:
+        """Read a question against the values this index holds (see rag/question.py)."""
+        return read(question, self.retriever.vocabulary())
+
     def search(
         self,
         query: str,
@@ -77,8 +85,52 @@ class Assistant:
         filters: Filters | None = None,
         retriever: str | None = None,
     ) -> list[Hit]:
-        """Ranked papers for a query."""
+        """Ranked papers for a query, inside `filters` only (no scope is read from it)."""
         return self.retriever.search(query, top_k, filters, retriever)
+
+    def search_scoped(
+        self,
+        query: str,
+        top_k: int | None = None,
+        filters: Filters | None = None,
+        retriever: str | None = None,
+        ignore_scope: Iterable[str] = (),
+    ) -> tuple[list[Hit], Filters]:
+        """Ranked papers for a query inside the scope it names (as `ask` searches), and
+        the filters applied. A scope the index does not hold gives no papers."""
+        read_q, applied = self.plan(query, filters, ignore_scope)
+        if applied.active and self.retriever.scope_size(applied) == 0:
+            return [], applied
+        hits = self.retriever.search(
+            read_q.text, top_k, applied, retriever, lexical=read_q.keywords
+        )
+        return hits, applied
+
+    def plan(
+        self,
+        question: str,
+        filters: Filters | None = None,
+        ignore_scope: Iterable[str] = (),
+        query: str | None = None,
+        context: Filters | None = None,
+    ) -> tuple[Query, Filters]:
+        """The question read, with the text to search (`query` when given, else the
+        question less the scope it named), and the filters to apply: `filters` over the
+        scope named (less `ignore_scope`) over `context` (a follow-up's previous scope)."""
+        read_q = self.read(question)
+        named = read_q.read_scope.without(ignore_scope) if self.settings.read_scope else Filters()
+        inherited = (context or Filters()).without(ignore_scope)
+        applied = (filters or Filters()).over(named).over(inherited)
+        text = query or (read_q.text if named.active else read_q.question)
+        text, fixes = self.retriever.correct(text)
+        terms = read_q.terms
+        if query:  # a follow-up's standalone query names what the follow-up refers to
+            terms = tuple(dict.fromkeys((*terms, *distinctive_terms(query))))
+        aliases = self.retriever.aliases(terms)
+        read_q = replace(
+            read_q, text=text, read_scope=named, corrections=fixes, terms=terms, aliases=aliases
+        )
+        return read_q, applied
 
     def ask(
         self,
@@ -91,24 +143,51 @@ class Assistant:
         on_token: OnToken | None = None,
         on_reset: OnReset | None = None,
         query: str | None = None,
+        ignore_scope: Iterable[str] = (),
+        context_filters: Filters | None = None,
+        prefer: Sequence[str] = (),
     ) -> Answer:
-        """Retrieve and answer one question (`query` overrides what is searched)."""
+        """Retrieve and answer one question.
+
+        `query` overrides what is searched (a follow-up's standalone query); the scope is
+        `filters` over what the question names over `context_filters` (a follow-up's
+        previous scope), less the fields in `ignore_scope`; papers in `prefer` (what a
+        follow-up refers to) rank first.
+        """
         question = question.strip()
         if not question:
             raise ValueError("the question is empty")
         started = time.perf_counter()
         timings: dict[str, float] = {}
-        hits = self.retriever.search(query or question, top_k, filters, retriever, timings)
-        timings["retrieve"] = round(sum(timings.values()), 2)
+        read_q, applied = self.plan(question, filters, ignore_scope, query, context_filters)
+        searched = read_q.text
         t0 = time.perf_counter()
-        answer = self.answerer.answer(question, hits, mode, on_token, on_reset)
+        if applied.active and self.retriever.scope_size(applied) == 0:
+            why = f"this index holds no {applied.describe()} papers"
+            answer = abstention(question, [], self.answerer.mode_of(mode), why)
+        else:
+            hits = self.retriever.search(
+                searched, top_k, applied, retriever, timings, read_q.keywords, prefer
+            )
+            timings["retrieve"] = round(sum(timings.values()), 2)
+            t0 = time.perf_counter()
+            answer = self.answerer.answer(read_q, hits, mode, on_token, on_reset)
         timings["answer"] = round((time.perf_counter() - t0) * 1000, 2)
         answer.timings_ms = {
             **timings,
             **answer.timings_ms,
             "total": round((time.perf_counter() - started) * 1000, 2),
         }
-        answer.query = query or question
+        if read_q.corrections:
+            fixed = ", ".join(f"'{a}' as '{b}'" for a, b in read_q.corrections.items())
+            answer.notices.insert(0, f"searched {fixed}")
+        if applied.active:
+            how = " (read from the question)" if read_q.read_scope.active else ""
+            answer.notices.insert(0, f"scope: {applied.describe()}{how}")
+        answer.query = searched
+        answer.applied_filters = applied.to_dict()
+        answer.intent = read_q.intent
+        answer.language = read_q.language
         return answer
 
     def conversation(self) -> Conversation:
@@ -130,19 +209,16 @@ class Assistant:
             "areas": sorted({p.area for p in papers if p.area}),
         }
 
+    def answerability(self) -> dict[str, Any]:
+        """The answerability model in use: its threshold and what it was fitted on."""
+        model = self.answerer.model
+        return {"threshold": model.threshold, "fitted_on": model.about}
+
     def endpoint_health(self) -> tuple[bool, str]:
         """(ok, description) of the LLM endpoint; (False, ...) when none is configured."""
         if self.client is None:
             return False, "no endpoint configured (offline extractive answers)"
         return self.client.health()
-
-
-_FOLLOW_UP = re.compile(
-    r"\b(it|its|they|them|their|(this|that|these|those|the) (paper|papers|method|methods|"
-    r"approach|model|work|one|ones|first|second|third|last|latter|former|authors?|results?)"
-    r"|the above|same)\b",
-    re.I,
-)
 
 
 @dataclass
@@ -161,34 +237,55 @@ class Conversation:
     turns: list[Turn] = field(default_factory=list)
 
     def ask(self, question: str, **options: Any) -> Answer:
-        """Answer a question, treating it as a follow-up when it leans on earlier turns."""
+        """Answer a question, treating it as a follow-up when it refers back to a turn."""
         notices: list[str] = []
-        query = self.standalone_query(question, options.get("mode"), notices)
+        query, condensed = self._standalone(question, options.get("mode"), notices)
+        follow_up = query is not None
+        if follow_up:  # the previous turn's scope holds unless the follow-up names one
+            last = self.turns[-1].answer
+            options["context_filters"] = Filters(**last.applied_filters)
+            if not condensed:  # a condensed query already names what 'it' is
+                options["prefer"] = referred_papers(last, self.assistant.read(question))
         answer = self.assistant.ask(question, query=query, **options)
         answer.notices = notices + answer.notices
+        answer.follow_up = follow_up
         self.turns.append(Turn(question, answer))
         return answer
 
     def standalone_query(
         self, question: str, mode: str | None = None, notices: list[str] | None = None
-    ) -> str:
-        """The query to search for `question`, given the conversation so far."""
-        if not self.turns or not _is_follow_up(question):
-            return question
-        previous = self.turns[-1].answer.query or self.turns[-1].question
+    ) -> str | None:
+        """The query to search for `question` given the conversation so far; None when
+        it does not refer back (it is then read and searched as it stands)."""
+        return self._standalone(question, mode, notices)[0]
+
+    def _standalone(
+        self, question: str, mode: str | None, notices: list[str] | None
+    ) -> tuple[str | None, bool]:
+        """(standalone query or None, whether the LLM wrote it)."""
+        if not self.turns:
+            return None, False
+        read_q = self.assistant.read(question)
+        if not read_q.refers_back:
+            return None, False
+        last = self.turns[-1].answer
+        previous = last.query or self.turns[-1].question
         client = self.assistant.client
         use_llm = (mode or self.assistant.settings.answer_mode) == "llm" and client is not None
         if use_llm:
             assert client is not None
             try:
-                return self._condense(client, question)
+                return self._condense(client, question), True
             except LLMError as exc:
                 if notices is not None:
                     notices.append(
                         f"could not condense the follow-up ({exc}); "
                         "searched it together with the previous question"
                     )
-        return f"{previous} {question}"
+        referred = _referred_source(last, read_q.ordinal)
+        if referred is not None:
+            return f"{referred.title} {read_q.text}", False
+        return f"{previous} {read_q.text}", False
 
     def _condense(self, client: ChatClient, question: str) -> str:
         history = "\n".join(
@@ -203,17 +300,42 @@ class Conversation:
             deadline_s=min(20.0, self.assistant.settings.llm_deadline_s),
             max_tokens=96,
         )
-        lines = reply.text.strip().splitlines()
-        query = lines[0].strip().strip('"').strip() if lines else ""
-        return query or question
+        # Small models preface the query ("The answer to your question is:"): skip lines
+        # that end in a colon, and a reply that only repeats the follow-up.
+        lines = [ln.strip().strip('"').strip() for ln in reply.text.splitlines()]
+        kept = [ln for ln in lines if ln and not ln.endswith(":")]
+        query = kept[0] if kept else ""
+        if not query or query.casefold() == question.casefold():
+            raise LLMError("the model did not rewrite the follow-up")
+        return query
 
     def clear(self) -> None:
         """Forget the turns."""
         self.turns.clear()
 
 
-def _is_follow_up(question: str) -> bool:
-    return bool(_FOLLOW_UP.search(question)) or len(question.split()) <= 4
+def referred_papers(answer: Answer, query: Query) -> tuple[str, ...]:
+    """The papers a follow-up points at: the one it numbers ('the second one', '[3]'),
+    else, when it says 'it' / 'they' / 'that paper', the previous answer's cited papers;
+    none for 'what about ...', which asks for something new."""
+    referred = _referred_source(answer, query.ordinal)
+    if referred is not None:
+        return (referred.paper_id,)
+    if query.changes_topic:
+        return ()
+    return tuple(s.paper_id for s in answer.sources if s.cited)
+
+
+def _referred_source(answer: Answer, ordinal: int | None) -> Source | None:
+    """The source 'the second one' (the answer's second cited paper) or '[3]' points to."""
+    if ordinal is None or not answer.sources:
+        return None
+    listed = [s for s in answer.sources if s.cited] or answer.sources
+    if ordinal == -1:
+        return listed[-1]
+    if 1 <= ordinal <= len(listed):
+        return listed[ordinal - 1]
+    return None
 
 
 __all__ = ["Assistant", "Conversation", "Filters", "Settings"]

@@ -168,6 +168,13 @@ def filter_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--status"),
         click.option("--area"),
         click.option("--keyword"),
+        click.option("--year-min", type=int, help="Papers from this year on."),
+        click.option("--year-max", type=int, help="Papers up to this year."),
+        click.option(
+            "--no-scope",
+            is_flag=True,
+            help="Ignore the scope the question names ('ICLR 2026 ...'); flags still apply.",
+        ),
     ]
     for option in reversed(options):
         func = option(func)
@@ -175,7 +182,7 @@ def filter_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _filters(opts: dict[str, Any]) -> Any:
-    from rag.retrieve import Filters
+    from rag.types import Filters
 
     return Filters(
         venue=opts.get("venue"),
@@ -183,7 +190,16 @@ def _filters(opts: dict[str, Any]) -> Any:
         status=opts.get("status"),
         area=opts.get("area"),
         keyword=opts.get("keyword"),
+        year_min=opts.get("year_min"),
+        year_max=opts.get("year_max"),
     )
+
+
+def _ignored(opts: dict[str, Any]) -> tuple[str, ...]:
+    """`--no-scope`: every field a question could name."""
+    from rag.types import Filters
+
+    return tuple(Filters.__dataclass_fields__) if opts.get("no_scope") else ()
 
 
 @main.command("search")
@@ -195,10 +211,17 @@ def search_cmd(ctx: click.Context, query: str, as_json: bool, **opts: Any) -> No
     """Print the papers ranked for QUERY, with scores."""
     assistant = _assistant(ctx)
     with friendly_errors():
-        hits = assistant.search(query, opts["top_k"], _filters(opts), opts["retriever"])
+        hits, applied = assistant.search_scoped(
+            query, opts["top_k"], _filters(opts), opts["retriever"], _ignored(opts)
+        )
     if as_json:
-        click.echo(json.dumps([_hit_dict(h) for h in hits], ensure_ascii=False, indent=2))
+        rows = [{**_hit_dict(h), "applied_filters": applied.to_dict()} for h in hits]
+        click.echo(json.dumps(rows, ensure_ascii=False, indent=2))
         return
+    if applied.active:
+        click.echo(click.style(f"Scope: {applied.describe()}", dim=True), err=True)
+    if not hits and applied.active:
+        click.echo(f"No {applied.describe()} papers match.")
     for rank, hit in enumerate(hits, start=1):
         sim = f"{hit.dense_similarity:.3f}" if hit.dense_similarity is not None else "  -  "
         bm25 = f"{hit.bm25_score:.2f}" if hit.bm25_score is not None else "-"
@@ -242,6 +265,7 @@ def ask_cmd(
             filters=_filters(opts),
             mode=mode,
             retriever=opts["retriever"],
+            ignore_scope=_ignored(opts),
             on_token=stream,
             on_reset=_echo_reset if stream else None,
         )
@@ -291,6 +315,10 @@ def print_answer(answer: Answer, streamed: bool = False) -> None:
             click.echo("")
         click.echo(answer.answer)
     for notice in answer.notices:
+        if notice.startswith("scope: "):  # the scope applied: a plain line, not a warning
+            hint = "; --no-scope to search everything" if "read from" in notice else ""
+            click.echo(click.style(f"Scope: {notice[7:]}{hint}", dim=True), err=True)
+            continue
         click.echo(click.style(f"! {notice}", fg="yellow"), err=True)
     click.echo("\nSources:")
     for s in answer.sources:

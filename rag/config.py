@@ -134,20 +134,24 @@ class Settings(BaseSettings):
     llm_retries: int = Field(2, ge=0, le=10, description="Retries after a retryable fault.")
     llm_backoff_s: float = Field(0.5, ge=0, description="First retry delay; doubles each time.")
 
-    # --- abstention --------------------------------------------------------
-    abstain_min_similarity: float = Field(
-        0.30,
-        description="Always abstain when the best paper's cosine similarity to the question "
-        "is below this (all-MiniLM-L6-v2; calibrated on the eval set, see README).",
+    # --- abstention ---------------------------------------------------------
+    answerability_file: Path | None = Field(
+        None,
+        description="The fitted answerability model (weights over the evidence and the "
+        "abstention threshold), written by `rag eval calibrate`; unset = the one shipped "
+        "in rag/data/answerability.json.",
     )
-    abstain_min_coverage: float = Field(
-        0.20,
-        description="Abstain when the best paper holds less than this IDF-weighted share of "
-        "the question's content words...",
+    abstain_threshold: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description="Override the fitted threshold: offline answers abstain when their "
+        "confidence is below it (higher = more refusals). Unset = the calibrated value.",
     )
-    abstain_confident_similarity: float = Field(
-        0.50,
-        description="...unless its cosine similarity reaches this (a close paraphrase).",
+    read_scope: bool = Field(
+        True,
+        description="Take the scope a question names ('which ICLR 2026 papers ...', "
+        "'NeurIPS orals since 2016') as filters; flags and UI filters override it.",
     )
 
     @property

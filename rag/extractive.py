@@ -1,45 +1,35 @@
 """The offline answerer: pick and cite the abstract sentences that answer the question.
 
-What a question asks for decides what a good sentence is:
-  - "how much / how many / what speedup ..." wants a number;
+What a question asks for (its `Query`, rag/question.py) decides what a good answer is:
+  - a definition ("what is X?") leads with the sentence that introduces X ("We propose
+    X, a ..."), then what X achieves;
+  - a figure ("how much / how many / what speedup ...") wants a sentence with a number;
   - "which dataset / benchmark / model ..." wants a named thing the question does not
     already contain ("MT-Bench", "Qwen3-8B");
-  - "which papers ..." (plural) wants several papers, a singular question one or two.
+  - "which papers ..." (and comparisons, counts) gets one line per paper, its key finding;
+  - a yes/no question starts with the deciding sentence (the closest one), not with
+    the abstract's order;
+  - anything else: the closest sentence, plus the contribution when it only sets the scene.
 Each candidate sentence is scored by embedding similarity to the question, shared content
-words, and whether it holds what is wanted; per source the best sentence is kept, plus the
-sentence with the wanted answer (or with the paper's contribution) when the best one only
-sets the scene. Nothing is generated: every word shown is the abstract's own.
+words, and whether it holds what is wanted. Nothing is generated: every word shown is
+the abstract's own.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 
-from rag.text import overlap, split_sentences
+from rag.question import NAME, Query
+from rag.text import mentions, overlap, plain, split_sentences
 from rag.types import Hit, Source
 
 MARGIN_SINGULAR = 0.06  # cosine below the best source that still counts as an answer...
 MARGIN_PLURAL = 0.15  # ...when the question asks for several papers
 MAX_SOURCES = {False: 2, True: 5}
 
-_NUMBER_Q = re.compile(
-    r"\b(how (much|many|fast|large|long|big|often)|by how|up to what|what ([\w-]+ ){0,3}"
-    r"(fraction|percentage|speed-?up|accuracy|rates?|factor|improvement|reduction|gain|"
-    r"number|sizes?|scale|score|ratio|overhead|complexity|bound|error|regret|perplexity|"
-    r"latency|throughput|memory|cost|time))\b",
-    re.I,
-)
-_ENTITY_Q = re.compile(
-    r"\b(which|what)\b[^?]{0,40}?\b(datasets?|benchmarks?|models?|architectures?|"
-    r"environments?|tasks?|baselines?|languages?|metrics?|algorithms?|procedures?|"
-    r"optimi[sz]ers?|settings?|methods?|domains?|games?|problems?)\b",
-    re.I,
-)
-_PLURAL_Q = re.compile(r"\b(papers|works|studies|methods|approaches|articles)\b", re.I)
 # A reported figure: "7.4%", "2.5x", "300M", "1/4", "billions of" (not "(i)" or "$n$").
 _FIGURE = re.compile(
     r"(?<![\w$^_{\-])\d+(?:[.,/]\d+)*\s*(?:%|\\%|x\b|×|[KMB]\b)?|\b(?:hundreds|thousands|"
@@ -48,8 +38,11 @@ _FIGURE = re.compile(
     re.I,
 )
 _MATH = re.compile(r"\$[^$]*\$")
+# A quantity written in math mode: "$25\\%$", "$9.8\times$" (not "$O(n^2)$").
+_MATH_FIGURE = re.compile(r"\d+(?:\.\d+)?\s*(?:\\+%|\\times|×)")
+_ASYMPTOTIC = re.compile(r"\\mathcal\{O\}|\bO\(|\\tilde|\\widetilde|\\Omega|\\Theta|\^\{?-?\d")
+_ASKS_RATE = re.compile(r"\b(rates?|bounds?|complexity|regret|order|converge\w*|scal\w+)\b", re.I)
 _ENUMERATOR = re.compile(r"\(\s*(?:\d{1,2}|[ivx]{1,4}|[a-h])\s*\)")  # "(1)", "(ii)", "(a)"
-_NAME = re.compile(r"\b[A-Za-z]*(?:[A-Z][A-Za-z]*[A-Z0-9]|[a-z][A-Z]|\d[A-Za-z])[\w\-.]*")
 # Sentences that say what a paper does or finds, as opposed to background.
 _CONTRIBUTION = re.compile(
     r"\b(we (propose|introduce|present|develop|show|prove|demonstrate|derive|establish|design)"
@@ -59,35 +52,37 @@ _CONTRIBUTION = re.compile(
 )
 
 Vectors = Callable[[list[str]], np.ndarray]
+# A sentence that spells a term out: "... descent-ascent (TERM) ...", "TERM, a ...",
+# "TERM (Decoupled Momentum)", "TERM: a ...", "TERM is a ...".
+_DEFINES = re.compile(
+    r"\(\s*TERM\s*\)|TERM\s*(?:\(|,\s*(?:a|an|the|which)\b|:\s|\s(?:is|are) (?:a|an)\b)"
+)
 
 
-@dataclass(frozen=True, slots=True)
-class Intent:
-    """What a question asks for."""
+# A sentence that introduces a method: "We propose X, ...", "X, a ...", "we call X".
+_INTRODUCES = re.compile(
+    r"\b(propos\w*|introduc\w*|present\w*|develop\w*|design\w*|call(ed)?|nam(e|ed)|"
+    r"dub(bed)?|term(ed)?|coin\w*|devis\w*|stud(y|ies)|refer(red)? to as)\b",
+    re.I,
+)
 
-    wants: str | None  # "number", "entity" or None
-    plural: bool
 
-    @classmethod
-    def of(cls, question: str) -> Intent:
-        """'How much faster is X?' -> Intent('number', False)."""
-        plural = bool(_PLURAL_Q.search(question))  # "which papers ..." asks for papers
-        wants = None
-        if _NUMBER_Q.search(question):
-            wants = "number"
-        elif _ENTITY_Q.search(question) and not plural:
-            wants = "entity"
-        return cls(wants, plural)
-
-    def evidence(self, sentence: str, question: str) -> int:
-        """Count what a sentence offers of the kind asked for: figures, or names the
-        question does not already mention ('MT-Bench', 'Qwen3-8B')."""
-        if self.wants == "number":
-            return len(_FIGURE.findall(_MATH.sub(" ", sentence)))
-        if self.wants == "entity":
-            asked = question.casefold()
-            return len({n for n in _NAME.findall(sentence) if n.casefold() not in asked})
-        return 0
+def evidence(query: Query, sentence: str) -> int:
+    """Count what a sentence offers of the kind asked for: figures, or names the
+    question does not already mention ('MT-Bench', 'Qwen3-8B')."""
+    if query.wants == "number":
+        counts = query.asks_count_of_things  # 'how many layers': 'three' answers it
+        prose = _ENUMERATOR.sub(" ", _MATH.sub(" ", sentence))
+        found = [m for m in _FIGURE.findall(prose) if counts or not m.strip().isalpha()]
+        maths = _MATH.findall(sentence)
+        found += [f for m in maths for f in _MATH_FIGURE.findall(m)]
+        if _ASKS_RATE.search(query.question):  # a rate or bound is written in math
+            found += [m for m in maths if _ASYMPTOTIC.search(m)]
+        return len(found)
+    if query.wants == "entity":
+        asked = query.question.casefold()
+        return len({n for n in NAME.findall(sentence) if n.casefold() not in asked})
+    return 0
 
 
 def reports_figure(text: str, counts: bool = False) -> bool:
@@ -99,67 +94,120 @@ def reports_figure(text: str, counts: bool = False) -> bool:
     return bool(_MATH.search(text))
 
 
-def missing_names(question: str, text: str) -> list[str]:
-    """Names in the question ('MATH-500', 'AlpacaEval') that the text never mentions.
-
-    A descriptive suffix is dropped first ('DCT-based' -> 'DCT'), and a plural 's'
-    ('GPUs' -> 'GPU'), so only the name itself must occur.
-    """
-    haystack = text.casefold()
-    missing = []
-    for name in dict.fromkeys(_NAME.findall(question)):
-        core = re.sub(r"-[a-z]+$", "", name)
-        core = core[:-1] if core.endswith("s") and core[:-1].isupper() else core
-        if core.casefold() not in haystack:
-            missing.append(core)
-    return missing
-
-
-def candidates(hits: list[Hit], intent: Intent) -> list[int]:
-    """Indexes of the hits close enough to the best to answer from."""
+def candidates(hits: list[Hit], query: Query) -> list[int]:
+    """Indexes of the hits close enough to the best to answer from; a definition is
+    answered from the papers that name its term (the best one when none does)."""
+    named = [i for i, h in enumerate(hits) if query.terms and _names(h, query)]
+    if named and (query.intent == "definition" or query.plural):
+        return named[: MAX_SOURCES[query.plural and query.intent != "definition"]]
     best = hits[0].dense_similarity or 0.0
-    margin = MARGIN_PLURAL if intent.plural else MARGIN_SINGULAR
+    margin = MARGIN_PLURAL if query.plural else MARGIN_SINGULAR
     keep = [i for i, h in enumerate(hits) if i == 0 or (h.dense_similarity or 0.0) >= best - margin]
-    return keep[: MAX_SOURCES[intent.plural]]
+    return keep[: MAX_SOURCES[query.plural]]
+
+
+def _names(hit: Hit, query: Query) -> bool:
+    text = f"{hit.paper.label} {hit.paper.abstract}"
+    return any(mentions(text, n) for t in query.terms for n in query.spellings(t))
+
+
+def sentence_scores(
+    query: Query, query_vector: np.ndarray, sentences: list[str], vectors: Vectors
+) -> list[float]:
+    """How well each sentence answers the query (cosine + shared words + what is wanted)."""
+    similarity = vectors(sentences) @ query_vector
+    return [_score(query, s, float(sim)) for s, sim in zip(sentences, similarity, strict=True)]
 
 
 def pick_sentences(
-    question: str, query_vector: np.ndarray, sources: list[Source], vectors: Vectors
+    query: Query, query_vector: np.ndarray, sources: list[Source], vectors: Vectors
 ) -> list[tuple[Source, list[str]]]:
-    """Per source, the sentences to quote (one or two, in abstract order)."""
-    intent = Intent.of(question)
+    """Per source, the sentences to quote (one or two)."""
     picked: list[tuple[Source, list[str]]] = []
     for source in sources:
         sentences = split_sentences(source.text)
         if not sentences:
             continue
-        similarity = vectors(sentences) @ query_vector
-        scores = [
-            _score(question, intent, s, float(sim))
-            for s, sim in zip(sentences, similarity, strict=True)
-        ]
+        scores = sentence_scores(query, query_vector, sentences, vectors)
         order = sorted(range(len(sentences)), key=lambda j: -scores[j])
-        chosen = [order[0], *_complement(question, intent, sentences, order)]
-        picked.append((source, [sentences[j] for j in sorted(set(chosen))]))
+        chosen = _choose(query, sentences, order, first=not picked)
+        picked.append((source, [sentences[j] for j in chosen]))
     return picked
 
 
-def _score(question: str, intent: Intent, sentence: str, similarity: float) -> float:
+def _choose(query: Query, sentences: list[str], order: list[int], first: bool) -> list[int]:
+    """The sentences of one source, in the order they are shown."""
+    if query.intent == "definition" and first:
+        intro = _introducing(query, sentences)
+        if intro is not None:
+            rest = [j for j in order if j != intro][:1]
+            return [intro, *rest]
+    if query.plural and query.wants is None:  # one line per paper: its key finding
+        return [order[0]]
+    chosen = [order[0], *(j for j in _complement(query, sentences, order) if j != order[0])]
+    if query.intent == "yes_no":
+        return chosen  # the deciding sentence first
+    return sorted(set(chosen))
+
+
+def _introducing(query: Query, sentences: list[str]) -> int | None:
+    """The sentence that introduces what is asked about: one that spells it out
+    ('... descent-ascent (AltGDA) ...', 'X, a ...'), else one that proposes it ('We
+    propose X'), else the first that names it. The subject's longest phrase that any
+    sentence holds decides ('gated linear attention for ICL' -> 'gated linear attention')."""
+    plain_sentences = [plain(s) for s in sentences]
+    for phrase in _phrases(query):
+        with_term = [j for j, s in enumerate(plain_sentences) if mentions(s, phrase)]
+        if not with_term:
+            continue
+        for pattern in (_DEFINES, _INTRODUCES, _CONTRIBUTION):
+            for j in with_term:
+                if pattern.search(_around(plain_sentences[j], phrase.casefold())):
+                    return j
+        return with_term[0]
+    return None
+
+
+def _phrases(query: Query) -> list[str]:
+    """What a definition may name: the subject's word runs, longest first, then terms."""
+    words = query.subject.split()
+    runs = [
+        " ".join(words[i : i + n])
+        for n in range(len(words), 1, -1)
+        for i in range(len(words) - n + 1)
+    ]
+    spelled = [n for t in query.terms for n in query.spellings(t)]
+    return list(dict.fromkeys([*runs, *spelled]))
+
+
+def _around(sentence: str, term: str) -> str:
+    """The sentence with the term marked as 'TERM', for the definition patterns."""
+    at = sentence.casefold().find(term)
+    if at < 0:
+        return ""
+    return f"{sentence[:at]} TERM {sentence[at + len(term) :]}"
+
+
+def _score(query: Query, sentence: str, similarity: float) -> float:
+    named = sum(
+        1 for t in query.terms if any(mentions(sentence, n) for n in query.spellings(t))
+    ) / len(query.terms or "x")
     return (
         similarity
-        + 0.3 * overlap(question, sentence)
-        + 0.05 * min(3, intent.evidence(sentence, question))
+        + 0.3 * overlap(query.text, sentence)
+        + 0.15 * named
+        + 0.05 * min(3, evidence(query, sentence))
         + (0.05 if _CONTRIBUTION.search(sentence) else 0.0)
     )
 
 
-def _complement(question: str, intent: Intent, sentences: list[str], order: list[int]) -> list[int]:
+def _complement(query: Query, sentences: list[str], order: list[int]) -> list[int]:
     """A second sentence when another one holds more of the wanted answer, or when the
     best one only sets the scene and another states the contribution."""
     best = sentences[order[0]]
-    if intent.wants:
-        have = intent.evidence(best, question)
-        counts = {j: intent.evidence(sentences[j], question) for j in order}
+    if query.wants:
+        have = evidence(query, best)
+        counts = {j: evidence(query, sentences[j]) for j in order}
         richest = max(order, key=lambda j: counts[j])  # ties: the better-scored one
         if counts[richest] > have:
             return [richest]

@@ -258,6 +258,32 @@ class Store:
         return [float(x) for x in matrix @ vector]
 
 
+def where_clause(
+    allowed: dict[str, frozenset[str] | None],
+    year: int | None = None,
+    year_min: int | None = None,
+    year_max: int | None = None,
+) -> dict[str, Any] | None:
+    """A Chroma `where` clause: each field's allowed stored values, and the years.
+
+    {'venue': {'NIPS'}}, year_min=2016 -> {'$and': [{'venue': {'$in': ['NIPS']}},
+    {'year': {'$gte': 2016}}]}. A field with no allowed value cannot match anything;
+    callers check that first (`Scope.empty`).
+    """
+    clauses: list[dict[str, Any]] = [
+        {name: {"$in": sorted(values)}} for name, values in allowed.items() if values
+    ]
+    if year is not None:
+        clauses.append({"year": year})
+    if year_min is not None:
+        clauses.append({"year": {"$gte": year_min}})
+    if year_max is not None:
+        clauses.append({"year": {"$lte": year_max}})
+    if not clauses:
+        return None
+    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+
+
 PER_PAPER = "|per-paper"  # suffix of the recorded model of an index of per-paper vectors
 
 

@@ -15,9 +15,11 @@ lives in memory, built once from the catalog and rebuilt only when the store cha
 from __future__ import annotations
 
 import math
+import re
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,60 +30,90 @@ import Stemmer
 from rag import snapshot as snapshots
 from rag.config import Settings
 from rag.embed import Embedder
-from rag.index import Catalog, Store
-from rag.text import content_words, normalise_terms
-from rag.types import Hit, Paper
+from rag.index import Catalog, Store, where_clause
+from rag.question import Vocabulary, status_matches, venue_key
+from rag.text import (
+    TERMS_VERSION,
+    content_words,
+    is_english_word,
+    near_word,
+    normalise_terms,
+    one_edit_apart,
+    spelled_out,
+    stems_by_word,
+    surface_words,
+)
+from rag.types import Filters, Hit, Paper
+
+__all__ = ["Filters", "Retriever", "Scope"]
 
 DEPTH_PER_K = 8  # candidates per requested paper from each retriever, before fusion
 
 
 @dataclass(frozen=True, slots=True)
-class Filters:
-    """Metadata filters; None means any. Text fields match case-insensitively."""
+class Scope:
+    """Filters resolved against what the index holds: the stored spellings each text
+    filter stands for (aliases and case folded), so Chroma's exact `where` and the BM25
+    mask select the same papers."""
 
-    venue: str | None = None
-    year: int | None = None
-    status: str | None = None
-    area: str | None = None
-    keyword: str | None = None
+    filters: Filters
+    venues: frozenset[str] | None = None  # None: any
+    statuses: frozenset[str] | None = None
+    areas: frozenset[str] | None = None
 
-    def where(self) -> dict[str, Any] | None:
-        """The exact-match part as a Chroma `where` clause."""
-        clauses = [
-            {k: v}
-            for k, v in (
-                ("venue", self.venue),
-                ("year", self.year),
-                ("status", self.status),
-                ("area", self.area),
-            )
-            if v
-        ]
-        if not clauses:
-            return None
-        return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+    @classmethod
+    def of(cls, filters: Filters, vocabulary: Vocabulary) -> Scope:
+        """'neurips' -> {'NIPS'}; status 'accepted' -> every accepted status stored."""
 
-    def match(self, paper: Paper) -> bool:
-        """Tell whether a paper passes every filter."""
+        def pick(wanted: str | None, stored: frozenset[str], same: Any) -> frozenset[str] | None:
+            return None if wanted is None else frozenset(v for v in stored if same(v, wanted))
 
-        def same(a: str | None, b: str | None) -> bool:
-            return b is None or (a or "").casefold() == b.casefold()
-
-        keyword = (self.keyword or "").casefold()
-        return (
-            same(paper.venue, self.venue)
-            and (self.year is None or paper.year == self.year)
-            and same(paper.status, self.status)
-            and same(paper.area, self.area)
-            and (not keyword or any(keyword in k.casefold() for k in paper.keywords))
+        return cls(
+            filters,
+            pick(filters.venue, vocabulary.venues, lambda v, w: venue_key(v) == venue_key(w)),
+            pick(filters.status, vocabulary.statuses, status_matches),
+            pick(filters.area, vocabulary.areas, lambda v, w: v.casefold() == w.casefold()),
         )
 
     @property
-    def active(self) -> bool:
-        """Tell whether any filter is set."""
-        return any(
-            v is not None for v in (self.venue, self.year, self.status, self.area, self.keyword)
+    def empty(self) -> bool:
+        """Tell whether a text filter matches no stored value (nothing can pass)."""
+        return any(s is not None and not s for s in (self.venues, self.statuses, self.areas))
+
+    def where(self) -> dict[str, Any] | None:
+        """The clause for the dense search (built by the store: rag/index.py)."""
+        f = self.filters
+        return where_clause(
+            {"venue": self.venues, "status": self.statuses, "area": self.areas},
+            year=f.year,
+            year_min=f.year_min,
+            year_max=f.year_max,
         )
+
+    def match(self, paper: Paper) -> bool:
+        """Tell whether a paper passes every filter."""
+        f = self.filters
+        keyword = (f.keyword or "").casefold()
+        return (
+            (self.venues is None or paper.venue in self.venues)
+            and (self.statuses is None or paper.status in self.statuses)
+            and (self.areas is None or paper.area in self.areas)
+            and (f.year is None or paper.year == f.year)
+            and (f.year_min is None or (paper.year or 0) >= f.year_min)
+            and (f.year_max is None or (paper.year or 10**4) <= f.year_max)
+            and (not keyword or any(keyword in k.casefold() for k in paper.keywords))
+        )
+
+
+def vocabulary_of(catalog: Catalog) -> Vocabulary:
+    """The venues, years, statuses and areas the catalog holds."""
+    papers = [sp.paper for sp in catalog.papers.values()]
+    return Vocabulary(
+        venues=frozenset(p.venue for p in papers if p.venue),
+        years=frozenset(p.year for p in papers if p.year),
+        statuses=frozenset(p.status for p in papers if p.status),
+        areas=frozenset(p.area for p in papers if p.area),
+    )
 
 
 class BM25Index:
@@ -109,7 +141,11 @@ class BM25Index:
 
     def to_state(self) -> dict[str, Any]:
         """The index as builtins and bytes, for the snapshot (what bm25s's `save` writes)."""
-        state: dict[str, Any] = {"bm25s": bm25s.__version__, "size": self.size}
+        state: dict[str, Any] = {
+            "bm25s": bm25s.__version__,
+            "terms": TERMS_VERSION,
+            "size": self.size,
+        }
         if self.size:
             model = self.model
             state["params"] = {name: getattr(model, name) for name in self._PARAMS}
@@ -125,7 +161,11 @@ class BM25Index:
     def from_state(cls, state: dict[str, Any], size: int) -> BM25Index:
         """Rebuild an index saved by `to_state` (as bm25s's `load` does); ValueError when
         it was saved by another bm25s or for another number of chunks."""
-        if state["bm25s"] != bm25s.__version__ or state["size"] != size:
+        if (
+            state["bm25s"] != bm25s.__version__
+            or state.get("terms") != TERMS_VERSION
+            or state["size"] != size
+        ):
             raise ValueError("BM25 state of another bm25s version or catalog")
         index = cls([])
         index.size = size
@@ -144,10 +184,7 @@ class BM25Index:
             index.model = model
         return index
 
-    def scores(self, query: str) -> np.ndarray:
-        """BM25 score of every chunk for the query (zeros when no term is known)."""
-        if not self.size:
-            return np.zeros(0, dtype=np.float32)
+    def _known_tokens(self, query: str) -> list[str]:
         tokens = bm25s.tokenize(
             [self._prep(query)],
             stopwords="en",
@@ -156,10 +193,29 @@ class BM25Index:
             return_ids=False,
         )[0]
         vocab = self.model.vocab_dict
-        known = [t for t in tokens if t in vocab]
+        return [t for t in tokens if t in vocab]
+
+    def scores(self, query: str) -> np.ndarray:
+        """BM25 score of every chunk for the query (zeros when no term is known)."""
+        if not self.size:
+            return np.zeros(0, dtype=np.float32)
+        known = self._known_tokens(query)
         if not known:
             return np.zeros(self.size, dtype=np.float32)
         return np.asarray(self.model.get_scores(known), dtype=np.float32)
+
+    def ceiling(self, query: str) -> float:
+        """The score of a chunk matching every query term as well as the best chunk for
+        that term does: what a best score is measured against (0 when no term is known)."""
+        if not self.size:
+            return 0.0
+        data, indptr = self.model.scores["data"], self.model.scores["indptr"]
+        total = 0.0
+        for token in self._known_tokens(query):
+            i = self.model.vocab_dict[token]
+            column = data[indptr[i] : indptr[i + 1]]
+            total += float(column.max()) if len(column) else 0.0
+        return total
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +224,23 @@ class _Snapshot:
     bm25: BM25Index
     terms: TermStats
     rows: dict[str, int]
+    vocabulary: Vocabulary
+    masks: dict[Filters, np.ndarray]  # chunk rows in scope, per filters seen (bounded)
+
+    def mask(self, scope: Scope) -> np.ndarray:
+        """The chunk rows inside the scope: computed once per filters, not per query."""
+        mask = self.masks.get(scope.filters)
+        if mask is None:
+            passes = {pid: scope.match(sp.paper) for pid, sp in self.catalog.papers.items()}
+            mask = np.fromiter(
+                (passes[p] for p in self.catalog.paper_of),
+                dtype=bool,
+                count=len(self.catalog.paper_of),
+            )
+            if len(self.masks) >= 64:
+                self.masks.clear()
+            self.masks[scope.filters] = mask
+        return mask
 
 
 class TermStats:
@@ -194,17 +267,38 @@ class TermStats:
         """Inverse document frequency; unseen words weigh most: log((N+1)/0.5)."""
         return math.log((self.n + 1) / (self.df.get(word, 0) + 0.5))
 
+    def found(self, question: str, text: str) -> tuple[set[str], set[str]]:
+        """The question's content words (stems) the text holds, and those it lacks. A word
+        one typo away from a word of the text counts as held ('unlearing' ~ 'unlearning')."""
+        asked = stems_by_word(question)
+        have = content_words(text)
+        held = {w for w in asked if w in have or (w.endswith("s") and w[:-1] in have)}
+        missing = set(asked) - held
+        if missing:
+            words = surface_words(text)
+            held |= {w for w in missing if near_word(asked[w], words)}
+        return held, set(asked) - held
+
     def coverage(self, question: str, text: str) -> float:
         """IDF-weighted share of the question's content words found in the text (0..1).
 
         'speculative decoding for KV caches' vs an abstract on speculative decoding: the
         rare 'kv', 'cach' weigh most, so coverage stays low although two words match.
         """
-        asked = content_words(question)
-        total = sum(self.idf(w) for w in asked)
+        held, missing = self.found(question, text)
+        total = sum(self.idf(w) for w in held | missing)
         if not total:
             return 0.0
-        return sum(self.idf(w) for w in asked & content_words(text)) / total
+        return sum(self.idf(w) for w in held) / total
+
+    def rarest_missing(self, question: str, text: str) -> float:
+        """How rare the rarest question word the text lacks is, as a share of the largest
+        IDF (1: a word no stored abstract holds, like 'splatting' among the seeds; 0: none
+        is missing)."""
+        _, missing = self.found(question, text)
+        if not missing:
+            return 0.0
+        return max(self.idf(w) for w in missing) / math.log((self.n + 1) / 0.5)
 
 
 class Retriever:
@@ -217,12 +311,16 @@ class Retriever:
         self._lock = threading.RLock()
         self._catalog: Catalog | None = None
         self._snapshot: _Snapshot | None = None
+        self._spelling: Counter[str] | None = None  # stored words -> how often (for typos)
+        self._long_forms: dict[str, tuple[str, ...]] | None = None  # acronym -> spelled out
 
     def refresh(self, catalog: Catalog | None = None) -> None:
         """Forget the in-memory state (after an ingest); it is rebuilt on next use."""
         with self._lock:
             self._catalog = catalog
             self._snapshot = None
+            self._spelling = None
+            self._long_forms = None
 
     @property
     def catalog(self) -> Catalog:
@@ -268,7 +366,9 @@ class Retriever:
                         if catalog.stamp:  # best effort: a read-only or full disk is fine
                             state = {"bm25": built[0].to_state(), "terms": built[1].to_state()}
                             snapshots.write(self.settings, "retrieval", catalog.stamp, state)
-                    self._snapshot = _Snapshot(catalog, *built, catalog.row_of())
+                    self._snapshot = _Snapshot(
+                        catalog, *built, catalog.row_of(), vocabulary_of(catalog), {}
+                    )
                 snapshot = self._snapshot
         return snapshot
 
@@ -279,15 +379,32 @@ class Retriever:
         filters: Filters | None = None,
         mode: str | None = None,
         timings: dict[str, float] | None = None,
+        lexical: str | None = None,
+        prefer: Sequence[str] = (),
     ) -> list[Hit]:
-        """Return up to top_k papers, best first."""
+        """Return up to top_k papers, best first (`lexical`: what BM25 searches, when it
+        differs from `query`: the question less its framing words). Papers in `prefer`
+        (what a follow-up's 'it' refers to) come first, in their fused order, when they are
+        inside the filters."""
         top_k = top_k or self.settings.top_k
         mode = mode or self.settings.retriever
-        filters = filters or Filters()
         state = self._state()  # one consistent snapshot, even if an ingest refreshes meanwhile
         catalog, bm25, rows = state.catalog, state.bm25, state.rows
+        scope = Scope.of(filters or Filters(), state.vocabulary)
+        if scope.empty:
+            return []
+        mask = state.mask(scope) if scope.filters.active else None
+        if mask is not None and not mask.any():
+            return []
         depth = max(50, top_k * DEPTH_PER_K)
         timings = timings if timings is not None else {}
+        pinned = [
+            cid
+            for pid in prefer
+            if pid in catalog.papers
+            for cid in catalog.papers[pid].chunk_ids
+            if cid in rows and (mask is None or mask[rows[cid]])
+        ]
         dense: list[tuple[str, float]] = []
         if mode in ("dense", "hybrid"):
             t0 = time.perf_counter()
@@ -296,20 +413,105 @@ class Retriever:
             t0 = time.perf_counter()
             dense = [
                 (c, s)
-                for c, s in self.store.query(vector, depth, filters.where())
-                if c in rows and (not filters.keyword or _passes(catalog, c, filters))
+                for c, s in self.store.query(vector, depth, scope.where())
+                if c in rows and (mask is None or mask[rows[c]])
             ]
+            seen = {c for c, _ in dense}
+            missing = [c for c in pinned if c not in seen]
+            dense += zip(missing, self.store.similarities(vector, missing), strict=True)
             timings["dense"] = _ms(t0)
         sparse: list[tuple[str, float]] = []
         if mode in ("bm25", "hybrid"):
             t0 = time.perf_counter()
-            sparse = _top_bm25(bm25.scores(query), catalog, depth, filters)
+            scores = bm25.scores(lexical or query)
+            sparse = _top_bm25(scores, catalog, depth, mask)
+            seen = {c for c, _ in sparse}
+            sparse += [
+                (c, float(scores[rows[c]])) for c in pinned if c not in seen and scores[rows[c]] > 0
+            ]
             timings["bm25"] = _ms(t0)
         t0 = time.perf_counter()
-        hits = self._fuse(dense, sparse, catalog, top_k)
+        hits = self._fuse(dense, sparse, catalog, top_k + depth if prefer else top_k)
+        if prefer:
+            first = set(prefer)
+            hits = [h for h in hits if h.paper.paper_id in first] + [
+                h for h in hits if h.paper.paper_id not in first
+            ]
+        hits = hits[:top_k]
         self._fill_similarity(hits, query)  # abstention needs it, whatever the retriever
         timings["fuse"] = _ms(t0)
         return hits
+
+    def correct(self, text: str) -> tuple[str, dict[str, str]]:
+        """The text with typos of the index's words mended, and what was changed:
+        'machine unlearing' -> ('machine unlearning', {'unlearing': 'unlearning'}). Only a
+        word no stored abstract holds and English does not know is changed, to the most
+        frequent stored word one edit away."""
+        terms = self.terms
+        fixes: dict[str, str] = {}
+        for stem, word in stems_by_word(text).items():
+            if terms.df.get(stem) or len(word) < 5 or not word.isalpha():
+                continue
+            if word not in fixes and not is_english_word(word):
+                near = [w for w in self._spellings(word) if one_edit_apart(word, w)]
+                if near:
+                    fixes[word] = max(near, key=self._spelling_counts().__getitem__)
+        for typo, fixed in fixes.items():
+            text = re.sub(rf"(?i)\b{re.escape(typo)}\b", fixed, text)
+        return text, fixes
+
+    def aliases(self, terms: Iterable[str]) -> dict[str, tuple[str, ...]]:
+        """What the stored abstracts spell the terms out as: ('DCT',) -> {'DCT':
+        ('discrete cosine transform',)}, the most frequent long forms first (at most 2)."""
+        table = self._long_forms
+        if table is None:
+            with self._lock:
+                if self._long_forms is None:
+                    forms: dict[str, Counter[str]] = {}
+                    for sp in self.catalog.papers.values():
+                        for acronym, long in spelled_out(sp.paper.abstract).items():
+                            forms.setdefault(acronym.casefold(), Counter())[long.casefold()] += 1
+                    self._long_forms = {
+                        a: tuple(f for f, _ in c.most_common(2)) for a, c in forms.items()
+                    }
+                table = self._long_forms
+        return {t: table[t.casefold()] for t in terms if t.casefold() in table}
+
+    def _spelling_counts(self) -> Counter[str]:
+        counts = self._spelling
+        if counts is None:
+            with self._lock:
+                if self._spelling is None:
+                    papers = self.catalog.papers.values()
+                    self._spelling = Counter(
+                        w for sp in papers for w in surface_words(sp.paper.abstract) if w.isalpha()
+                    )
+                counts = self._spelling
+        return counts
+
+    def _spellings(self, word: str) -> list[str]:
+        """Stored words that could be `word` with one edit (same first letter)."""
+        return [
+            w for w in self._spelling_counts() if w[:1] == word[:1] and abs(len(w) - len(word)) <= 1
+        ]
+
+    def lexical_ceiling(self, query: str) -> float:
+        """The best BM25 score the query could reach here (see `BM25Index.ceiling`)."""
+        return self._state().bm25.ceiling(query)
+
+    def vocabulary(self) -> Vocabulary:
+        """The scope values the index holds (venues, years, statuses, areas)."""
+        return self._state().vocabulary
+
+    def scope_size(self, filters: Filters) -> int:
+        """How many stored papers are inside the filters."""
+        state = self._state()
+        scope = Scope.of(filters, state.vocabulary)
+        if scope.empty:
+            return 0
+        if not filters.active:
+            return len(state.catalog.papers)
+        return sum(1 for sp in state.catalog.papers.values() if scope.match(sp.paper))
 
     def _fuse(
         self,
@@ -403,21 +605,12 @@ def _relative(
     return chunk_score, paper_score
 
 
-def _passes(catalog: Catalog, chunk_id: str, filters: Filters) -> bool:
-    return filters.match(catalog.papers[_paper_id(chunk_id)].paper)
-
-
 def _top_bm25(
-    scores: np.ndarray, catalog: Catalog, depth: int, filters: Filters
+    scores: np.ndarray, catalog: Catalog, depth: int, mask: np.ndarray | None
 ) -> list[tuple[str, float]]:
     if not len(scores):
         return []
-    if filters.active:
-        mask = np.fromiter(
-            (filters.match(catalog.papers[p].paper) for p in catalog.paper_of),
-            dtype=bool,
-            count=len(catalog.paper_of),
-        )
+    if mask is not None:
         scores = np.where(mask, scores, 0.0)
     depth = min(depth, len(scores))
     top = np.argpartition(-scores, depth - 1)[:depth]

@@ -9,6 +9,7 @@ abbreviations ("e.g.", "et al.", "Fig."). Content words are lower-cased, stemmed
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from functools import lru_cache
 
 import Stemmer
@@ -50,17 +51,43 @@ _ACRONYM_PLURAL = re.compile(r"\b([A-Z]{2,})s\b")  # "LLMs" -> "LLM"
 _BRITISH = re.compile(r"\b(\w{3,})is(e|ed|es|ing|ation|ations|er|ers)\b")
 
 
+# Inline LaTeX around a name's pieces: "F${}^2$SA-$p$" is typed "F2SA-p", "90\%" "90%".
+_LATEX_GLUE = re.compile(r"\$?\{\}\^|[${}]|\\(?=[%&#_])")
+TERMS_VERSION = 4  # bump when `normalise_terms` changes: saved BM25 state is then rebuilt
+
+
+def plain(text: str) -> str:
+    """Drop the LaTeX glue inside names: 'F${}^2$SA-$p$' -> 'F2SA-p', '7.4\\%' -> '7.4%'."""
+    return _LATEX_GLUE.sub("", text) if any(c in text for c in "${\\") else text
+
+
+def mentions(text: str, term: str) -> bool:
+    """Tell whether a text names a term, case and LaTeX glue aside ('F2SA-p' in
+    'F${}^2$SA-$p$')."""
+    return term.casefold() in plain(text).casefold()
+
+
 def normalise_terms(text: str) -> str:
     """Spell terms one way before tokenising: 'LLMs optimised' -> 'LLM optimized'."""
-    return _BRITISH.sub(r"\1iz\2", _ACRONYM_PLURAL.sub(r"\1", text))
+    return _BRITISH.sub(r"\1iz\2", _ACRONYM_PLURAL.sub(r"\1", plain(text)))
+
+
+def _words(text: str) -> list[str]:
+    """Lower-cased words, a hyphenated one also in its parts: 'Qwen3-8B' -> qwen3-8b,
+    qwen3, 8b (so 'qwen3' meets 'Qwen3-8B' and 'text-to-video' meets 'video')."""
+    words = []
+    for word in _WORD.findall(normalise_terms(text)):
+        word = word.lower().strip("-")
+        words.append(word)
+        if "-" in word:
+            words.extend(p for p in word.split("-") if p)
+    return [w for w in words if w not in STOP and len(w) > 1]
 
 
 @lru_cache(maxsize=8192)
 def content_words(text: str) -> frozenset[str]:
     """Stemmed content words: 'Speculative decoding for LLMs' -> {specul, decod, llm}."""
-    words = [w.lower() for w in _WORD.findall(normalise_terms(text))]
-    kept = [w for w in words if w not in STOP and len(w) > 1]
-    return frozenset(_stemmer().stemWords(kept))
+    return frozenset(_stemmer().stemWords(_words(text)))
 
 
 def overlap(query: str, text: str) -> float:
@@ -69,3 +96,70 @@ def overlap(query: str, text: str) -> float:
     if not q:
         return 0.0
     return len(q & content_words(text)) / len(q)
+
+
+@lru_cache(maxsize=8192)
+def stems_by_word(text: str) -> dict[str, str]:
+    """Content words with their stems: 'Speculatve decoding' -> {'speculatv': 'speculatve',
+    'decod': 'decoding'} (stem -> the word as written, lower-cased)."""
+    kept = _words(text)
+    return dict(zip(_stemmer().stemWords(kept), kept, strict=True))
+
+
+@lru_cache(maxsize=8192)
+def surface_words(text: str) -> frozenset[str]:
+    """The lower-cased content words of a text, as written (for typo-tolerant matching)."""
+    return frozenset(_words(text))
+
+
+def is_english_word(word: str) -> bool:
+    """Tell whether a word is known to English at all (wordfreq's lists): 'splatting' is,
+    'unlearing' is not. Only an unknown word may be a typo of a word of the index."""
+    from wordfreq import zipf_frequency
+
+    return zipf_frequency(word, "en") > 0
+
+
+def one_edit_apart(a: str, b: str) -> bool:
+    """'unlearing' ~ 'unlearning', 'speculatve' ~ 'speculative', 'tranformer' ~ 'transformer'
+    (one letter added, dropped, changed, or two neighbours swapped)."""
+    if a == b or abs(len(a) - len(b)) > 1:
+        return a == b
+    if len(a) > len(b):
+        a, b = b, a
+    i = next((k for k in range(len(a)) if a[k] != b[k]), len(a))
+    if len(a) < len(b):
+        return a[i:] == b[i + 1 :]
+    swapped = i + 1 < len(a) and a[i] == b[i + 1] and a[i + 1] == b[i] and a[i + 2 :] == b[i + 2 :]
+    return a[i + 1 :] == b[i + 1 :] or swapped
+
+
+def near_word(word: str, words: Iterable[str]) -> str | None:
+    """A word of `words` one edit from `word`, when `word` may be a typo (5+ letters, not
+    an English word: 'unlearing' -> 'unlearning', but 'splatting' is never 'splitting')."""
+    if len(word) < 5 or not word.isalpha() or is_english_word(word):
+        return None
+    return next((w for w in words if len(w) >= 5 and one_edit_apart(word, w)), None)
+
+
+_SPELLED = re.compile(r"((?:[A-Za-z][\w\-]*\s+){1,8})\(\s*([A-Z][A-Za-z0-9\-]{1,9})s?\s*\)")
+
+
+def spelled_out(text: str) -> dict[str, str]:
+    """Acronyms a text spells out: '... the discrete cosine transform (DCT) ...' ->
+    {'DCT': 'discrete cosine transform'}. The long form is the shortest run of words
+    before the parenthesis whose initials (hyphenated parts too) spell the acronym."""
+    found: dict[str, str] = {}
+    for match in _SPELLED.finditer(plain(text)):
+        words, acronym = match.group(1).split(), match.group(2)
+        letters = [c.lower() for c in acronym if c.isalpha() and c.isupper()]
+        if len(letters) < 2:
+            continue
+        for start in range(len(words) - 1, -1, -1):
+            run = words[start:]
+            initials = [p[0].lower() for w in run for p in w.split("-") if p]
+            if initials == letters or [w[0].lower() for w in run] == letters:
+                key = acronym[:-1] if acronym.endswith("s") and acronym[:-1].isupper() else acronym
+                found.setdefault(key, " ".join(run))
+                break
+    return found

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -22,6 +23,65 @@ def normalise_text(text: str) -> str:
 def content_hash(text: str) -> str:
     """Return a short stable hash of the normalised text ('We study X.' -> '3f1a...')."""
     return hashlib.sha1(normalise_text(text).encode("utf-8")).hexdigest()[:16]
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    """The scope of a search; None means any. Text fields match case-insensitively and
+    through aliases (NeurIPS = NIPS; status "accepted" = any accepted status), the same
+    way on both retrievers (see `rag.retrieve.Scope`)."""
+
+    venue: str | None = None
+    year: int | None = None
+    status: str | None = None
+    area: str | None = None
+    keyword: str | None = None
+    year_min: int | None = None  # "since 2020" -> 2020
+    year_max: int | None = None  # "before 2015" -> 2014
+
+    @property
+    def active(self) -> bool:
+        """Tell whether any filter is set."""
+        return any(v is not None for v in self.to_dict().values())
+
+    def to_dict(self) -> dict[str, Any]:
+        """The set fields only: Filters(venue='ICLR') -> {'venue': 'ICLR'}."""
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+    def over(self, other: Filters) -> Filters:
+        """These filters, with every field `other` leaves unset taken from it (flags
+        over what the question said). A year given here also replaces a year range."""
+        mine = self.to_dict()
+        if "year" in mine:
+            mine.setdefault("year_min", None)
+            mine.setdefault("year_max", None)
+        elif "year_min" in mine or "year_max" in mine:
+            mine.setdefault("year", None)
+        return Filters(**{**other.to_dict(), **mine})
+
+    def without(self, names: Iterable[str]) -> Filters:
+        """These filters less the named fields ('year' also drops a year range)."""
+        drop = set(names)
+        if "year" in drop:
+            drop |= {"year_min", "year_max"}
+        return Filters(**{k: v for k, v in self.to_dict().items() if k not in drop})
+
+    def describe(self) -> str:
+        """A short human label: 'ICLR 2026, Oral', 'NIPS since 2015'."""
+        years = ""
+        if self.year is not None:
+            years = str(self.year)
+        elif self.year_min is not None and self.year_max is not None:
+            years = f"{self.year_min}-{self.year_max}"
+        elif self.year_min is not None:
+            years = f"since {self.year_min}"
+        elif self.year_max is not None:
+            years = f"up to {self.year_max}"
+        head = " ".join(x for x in (self.venue, years) if x)
+        rest = [x for x in (self.status, self.area) if x]
+        if self.keyword:
+            rest.append(f"keyword '{self.keyword}'")
+        return ", ".join(x for x in (head, *rest) if x)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +184,14 @@ class Answer:
     timings_ms: dict[str, float] = field(default_factory=dict)
     query: str = ""  # the standalone query actually retrieved (differs for follow-ups)
     flagged: list[str] = field(default_factory=list)  # answer sentences the checker doubts
+    # What the question stage read (rag/question.py) and what the answerability decision
+    # concluded (rag/answerable.py):
+    applied_filters: dict[str, Any] = field(default_factory=dict)  # {"venue": "ICLR", ...}
+    intent: str = ""  # definition | figure | papers | comparison | yes_no | count | lookup
+    language: str = "en"  # ISO 639-1 code of the question's language
+    confidence: float | None = None  # answerability in 0..1 (higher: better supported)
+    follow_up: bool = False  # read as a follow-up of the previous turn
+    evidence: dict[str, float] = field(default_factory=dict)  # what `confidence` is made of
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON-ready form (the `--json` contract)."""

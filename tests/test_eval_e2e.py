@@ -102,11 +102,55 @@ def test_eval_run_writes_results_metrics_and_report(tmp_path: Path, seeded_index
     assert metrics["run"]["ingest"]["chunks_embedded"] == 0  # the seeds were already there
     assert metrics["gold_problems"] == [] and metrics["unscored"] == []
 
+    # no question of the shipped set has a group or language of its own: kind and "en"
+    assert metrics["per_group"].keys() == metrics["per_kind"].keys()
+    assert set(metrics["per_language"]) == {"en"}
+    assert metrics["per_language"]["en"]["questions"] == 9
+    risk = metrics["risk_coverage"]
+    assert risk["curve"] and risk["curve"][-1]["coverage"] == 1.0
+    assert {"coverage", "accuracy", "answered", "correct"} <= set(risk["actual"])
+
     report = (out / "report.md").read_text()
     images = re.findall(r"!\[[^\]]*\]\(([^)]+\.png)\)", report)
-    assert len(images) == 4
+    assert len(images) == 5 and "risk_coverage.png" in images
     for image in images:
         assert (out / image).read_bytes().startswith(b"\x89PNG")
+
+
+def test_a_follow_up_is_asked_in_the_conversation_it_follows(
+    tmp_path: Path, seeded_index: Path
+) -> None:
+    index = tmp_path / "index"
+    shutil.copytree(seeded_index, index)
+    extra = [
+        QUOTE,
+        {"id": "short", "question": "Which datasets?", "group": "short"},  # a new conversation
+        {
+            "id": "more",
+            "question": "What convergence rate does it show?",
+            "follow_up_of": "quote",
+            "group": "follow-up",
+            "gold": QUOTE["gold"],
+            "scope": {"venue": "ICLR", "year": 2026},
+        },
+    ]
+    questions = subset(tmp_path, (), extra)
+    out = tmp_path / "run"
+
+    result = rag(
+        tmp_path, "--index-dir", str(index), "eval", "run", str(questions), "--out", str(out)
+    )
+
+    assert result.exit_code == 0, result.output
+    _, short, more = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    # offline, a follow-up is searched together with the query of the turn it follows
+    assert "AltGDA" in more["query"] and more["query"] != more["question"]
+    assert "AltGDA" not in short["query"]  # not glued to the question before it
+    assert more["eval"]["follow_up_of"] == "quote" and more["eval"]["group"] == "follow-up"
+    assert more["eval"]["ranking"][0]["paper_id"] in more["eval"]["gold"]
+    assert more["eval"]["scores"]["in_scope_citations"] in (None, 1.0)  # seeds: ICLR 2026
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert list(metrics["per_group"]) == ["lookup", "short", "follow-up"]
 
 
 def corpus(path: Path, name: str) -> Path:

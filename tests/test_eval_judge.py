@@ -66,7 +66,8 @@ def test_llm_mode_with_judge_end_to_end(
     monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
     index = tmp_path / "index"
     shutil.copytree(seeded_index, index)
-    wanted = {"q002", "q111"}  # one answerable, one the assistant abstains on
+    # one answerable, one refused before the LLM (the records hold no authors)
+    wanted = {"q002", "q126"}
     lines = [x for x in QUESTIONS.read_text().splitlines() if json.loads(x)["id"] in wanted]
     questions = tmp_path / "q.jsonl"
     questions.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -100,7 +101,7 @@ def test_llm_mode_with_judge_end_to_end(
     rows = {r["id"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
     assert rows["q002"]["mode"] == "llm" and rows["q002"]["citations"] == [1]
     assert rows["q002"]["eval"]["judge"]["faithfulness"] == 1.0
-    assert rows["q111"]["abstained"] and rows["q111"]["eval"]["judge"] == {"skipped": "abstained"}
+    assert rows["q126"]["abstained"] and rows["q126"]["eval"]["judge"] == {"skipped": "abstained"}
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["overall"]["faithfulness"] == 1.0
     assert metrics["overall"]["answer_relevance"] == 0.75

@@ -13,23 +13,30 @@ import numpy as np
 import pytest
 
 from eval.metrics import (
+    CitedSource,
     Outcome,
+    Scope,
     abstention,
     all_found_at,
     citation_precision,
     citation_recall,
     contains_all,
     hit_at,
+    in_scope_citations,
     latency,
     mean,
     ndcg_at,
+    operating_point,
     percentile,
     question_scores,
     recall_at,
     recall_curve,
     reciprocal_rank,
+    risk_coverage,
+    risk_coverage_of,
     summarise,
     summarise_group,
+    venue_key,
 )
 
 # -- ranking --------------------------------------------------------------------------
@@ -250,3 +257,152 @@ def test_mrr_is_cut_at_ten_whatever_the_ranking_depth() -> None:
     ranked = (*[f"x{i}" for i in range(10)], "g")  # gold at rank 11 of a deeper list
     scores = question_scores(Outcome("lookup", True, frozenset({"g"}), ranked))
     assert scores["mrr"] == 0.0 and scores["hit@10"] == 0.0
+
+
+# -- scope -------------------------------------------------------------------------------
+
+
+def test_in_scope_citations_share_of_the_cited_sources() -> None:
+    scope = Scope(venue="ICLR", year=2026)
+    cited = [CitedSource("a", "ICLR", 2026), CitedSource("b", "iclr", 2026)]
+    assert in_scope_citations(scope, cited) == 1.0
+    cited += [CitedSource("c", "ICLR", 2025), CitedSource("d", None, 2026)]
+    assert in_scope_citations(scope, cited) == 0.5  # wrong year; unknown venue is not in scope
+    assert in_scope_citations(scope, []) is None
+
+
+def test_in_scope_treats_nips_and_neurips_alike() -> None:
+    assert Scope(venue="NeurIPS").matches(CitedSource("a", "NIPS", 2017))
+    assert Scope(venue="nips").matches(CitedSource("a", "NEURIPS", 2023))
+    assert not Scope(venue="NeurIPS").matches(CitedSource("a", "ICML", 2023))
+    assert venue_key(" NeurIPS ") == venue_key("nips") == "neurips"
+
+
+def test_in_scope_status_is_case_blind() -> None:
+    scope = Scope(status="Oral")
+    assert scope.matches(CitedSource("a", status="oral"))
+    assert not scope.matches(CitedSource("a", status="Poster"))
+    assert not scope.matches(CitedSource("a"))
+
+
+def test_in_scope_citations_applies_to_scoped_questions_scored_or_not() -> None:
+    scope = Scope(venue="ICLR")
+    cited = (CitedSource("a", "ICLR", 2026), CitedSource("b", "NeurIPS", 2025))
+    unscored = Outcome(
+        "multi", True, None, cited=frozenset({"a", "b"}), scope=scope, cited_sources=cited
+    )
+    plain = Outcome("multi", True, frozenset({"a"}), cited=frozenset({"a"}))
+    assert question_scores(unscored)["in_scope_citations"] == 0.5
+    assert question_scores(plain)["in_scope_citations"] is None
+    summary = summarise_group([unscored, plain])
+    assert summary["in_scope_citations"] == 0.5 and summary["n"]["in_scope_citations"] == 1
+    assert summary["scored"] == 1
+
+
+def test_all_found_applies_to_scoped_multi_questions() -> None:
+    o = Outcome("multi", True, frozenset({"a", "b"}), ("a", "b"), scope=Scope(year=2026))
+    assert question_scores(o)["all_found@10"] == 1.0
+
+
+# -- per group and per language ------------------------------------------------------------
+
+
+def test_summarise_splits_by_group_and_language() -> None:
+    outcomes = [
+        Outcome("lookup", True, frozenset({"g"}), ("g",), frozenset({"g"}), group="short"),
+        Outcome("lookup", True, frozenset({"g"}), ("x", "g"), frozenset({"x"}), group="short"),
+        Outcome("lookup", True, frozenset({"g"}), ("g",), abstained=True, language="de"),
+        Outcome("unanswerable", False, None, ("x",), abstained=True, group="short"),
+        Outcome("unanswerable", False, None, ("x",), group="typo", language="de"),
+    ]
+    result = summarise(outcomes)
+    assert list(result["per_group"]) == ["short", "lookup", "typo"]  # no group: its kind
+    short = result["per_group"]["short"]
+    assert short["questions"] == 3 and short["hit@1"] == 0.5 and short["n"]["hit@1"] == 2
+    assert short["citation_precision"] == 0.5 and short["n"]["citation_precision"] == 2
+    assert short["abstention_precision"] == 1.0 and short["abstention_recall"] == 1.0
+    assert short["false_abstention_rate"] == 0.0
+    assert result["per_group"]["lookup"]["false_abstention_rate"] == 1.0
+    typo = result["per_group"]["typo"]
+    assert typo["abstention_recall"] == 0.0 and typo["abstention_precision"] is None
+    assert typo["hit@1"] is None and typo["n"]["unanswerable"] == 1
+    assert set(short) == set(result["overall"])  # every metric, n and latency, per group
+
+    assert list(result["per_language"]) == ["en", "de"]
+    de = result["per_language"]["de"]
+    assert de["questions"] == 2 and de["hit@1"] == 1.0
+    assert de["abstention_precision"] == 0.0 and de["false_abstention_rate"] == 1.0
+    assert result["per_language"]["en"]["questions"] == 3
+
+
+# -- risk and coverage ---------------------------------------------------------------------
+
+
+def test_risk_coverage_worked_example() -> None:
+    points = [
+        (0.9, True, True),
+        (0.8, False, False),  # an unanswerable question, answered at 0.8: wrong
+        (0.8, True, True),  # tied with it: both enter at 0.8
+        (0.5, False, True),
+        (0.1, False, False),
+    ]
+    curve = risk_coverage(points)
+    assert [p["threshold"] for p in curve] == [0.9, 0.8, 0.5, 0.1]
+    assert [p["answered"] for p in curve] == [1, 3, 4, 5]
+    assert [p["correct"] for p in curve] == [1, 2, 2, 2]
+    assert [p["coverage"] for p in curve] == [0.2, 0.6, 0.8, 1.0]
+    assert [p["accuracy"] for p in curve] == pytest.approx([1.0, 2 / 3, 0.5, 0.4])
+    assert [p["abstention_recall"] for p in curve] == [1.0, 0.5, 0.5, 0.0]
+    assert [p["false_abstention_rate"] for p in curve] == pytest.approx([2 / 3, 1 / 3, 0.0, 0.0])
+
+
+def test_risk_coverage_edge_cases() -> None:
+    assert risk_coverage([]) == []
+    (only,) = risk_coverage([(0.0, False, True), (0.0, True, True)])
+    assert only["coverage"] == 1.0 and only["accuracy"] == 0.5
+    assert only["abstention_recall"] is None and only["false_abstention_rate"] == 0.0
+
+
+def test_operating_point_is_the_actual_decisions() -> None:
+    point = operating_point([(False, True, True), (False, False, False), (True, False, True)])
+    assert point["answered"] == 2 and point["correct"] == 1 and point["questions"] == 3
+    assert point["coverage"] == pytest.approx(2 / 3) and point["accuracy"] == 0.5
+    assert point["abstention_recall"] == 0.0 and point["false_abstention_rate"] == 0.5
+    assert operating_point([(True, False, False)])["accuracy"] is None
+
+
+def test_correct_and_risk_score_of_an_outcome() -> None:
+    cited = Outcome("lookup", True, frozenset({"g"}), cited=frozenset({"g", "x"}))
+    wrong = Outcome("lookup", True, frozenset({"g"}), cited=frozenset({"x"}))
+    no_gold = Outcome("lookup", True, None)
+    abstained = Outcome("lookup", True, None, abstained=True)
+    unanswerable = Outcome("unanswerable", False, None, cited=frozenset({"x"}))
+    assert [o.correct for o in (cited, wrong, no_gold, abstained, unanswerable)] == [
+        True,
+        False,
+        True,
+        False,
+        False,
+    ]
+    assert Outcome("lookup", True, None, confidence=0.7, top_similarity=0.2).risk_score == 0.7
+    assert Outcome("lookup", True, None, top_similarity=0.2).risk_score == 0.2
+    assert Outcome("lookup", True, None).risk_score == 0.0
+
+
+def test_risk_coverage_of_outcomes() -> None:
+    outcomes = [
+        Outcome("lookup", True, frozenset({"g"}), cited=frozenset({"g"}), confidence=0.9),
+        Outcome("unanswerable", False, None, abstained=True, confidence=0.2),
+        Outcome("lookup", True, frozenset({"g"}), cited=frozenset({"x"}), confidence=0.6),
+    ]
+    risk = risk_coverage_of(outcomes)
+    assert risk["confidence_source"] == "confidence"
+    assert [(p["threshold"], p["coverage"], p["accuracy"]) for p in risk["curve"]] == [
+        (0.9, 0.3333, 1.0),
+        (0.6, 0.6667, 0.5),
+        (0.2, 1.0, 0.3333),
+    ]
+    assert risk["actual"]["coverage"] == 0.6667 and risk["actual"]["accuracy"] == 0.5
+    mixed = [*outcomes, Outcome("lookup", True, None, top_similarity=0.4)]
+    assert risk_coverage_of(mixed)["confidence_source"] == "mixed"
+    assert summarise(outcomes)["risk_coverage"] == risk

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from eval.metrics import Scope
 from eval.questions import (
     QuestionError,
     abstracts_in_files,
@@ -109,3 +110,108 @@ def test_the_shipped_set_resolves_against_the_seeds() -> None:
     answerable = [q for q in questions if q.answerable]
     assert all(result.ids[q.id] for q in answerable)
     assert all(len(result.ids[q.id] or ()) == len(q.gold) for q in answerable)
+
+
+# -- group, language, scope, follow_up_of ------------------------------------------------
+
+
+def test_new_keys_default_sensibly() -> None:
+    q = parse_question(json.dumps({"id": "a", "question": "Q?", "kind": "factual"}))
+    assert (q.group, q.group_name, q.follow_up_of, q.scope, q.language) == (
+        "factual",
+        "factual",
+        None,
+        None,
+        "en",
+    )
+
+
+def test_new_keys_are_read() -> None:
+    q = parse_question(
+        json.dumps(
+            {
+                "id": "a",
+                "question": "Welche ICLR-2026-Arbeiten gibt es zu Graphen?",
+                "group": " which-papers ",
+                "scope": {"venue": "ICLR", "year": 2026, "status": "Poster"},
+                "language": "DE",
+            }
+        )
+    )
+    assert q.group == q.group_name == "which-papers"
+    assert q.scope == Scope(venue="ICLR", year=2026, status="Poster")
+    assert q.scope.to_dict() == {"venue": "ICLR", "year": 2026, "status": "Poster"}
+    assert q.language == "de"
+
+
+def test_a_partial_scope_leaves_the_rest_open() -> None:
+    q = parse_question(json.dumps({"id": "a", "question": "Q?", "scope": {"year": 2026}}))
+    assert q.scope == Scope(year=2026) and q.scope.to_dict() == {"year": 2026}
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"group": ""}, "`group`"),
+        ({"group": 3}, "`group`"),
+        ({"follow_up_of": ["a"]}, "`follow_up_of`"),
+        ({"scope": "ICLR 2026"}, "`scope` must be an object"),
+        ({"scope": {}}, "`scope` must be an object"),
+        ({"scope": {"conference": "ICLR"}}, "unknown `scope` key"),
+        ({"scope": {"venue": ""}}, "`scope.venue`"),
+        ({"scope": {"status": 1}}, "`scope.status`"),
+        ({"scope": {"year": "2026"}}, "`scope.year`"),
+        ({"scope": {"year": True}}, "`scope.year`"),
+        ({"language": "english"}, "`language`"),
+        ({"language": "e1"}, "`language`"),
+        ({"language": None}, "`language`"),
+    ],
+)
+def test_bad_new_keys_name_file_and_line(
+    tmp_path: Path, extra: dict[str, object], message: str
+) -> None:
+    path = write(
+        tmp_path, {"id": "ok", "question": "Fine?"}, {"id": "a", "question": "Q?", **extra}
+    )
+    with pytest.raises(QuestionError, match=message) as caught:
+        load_questions(path)
+    assert f"{path}:2:" in str(caught.value)
+
+
+def test_follow_up_of_an_earlier_question_is_kept(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        {"id": "a", "question": "Which paper proposes GTO?"},
+        {"id": "b", "question": "What speedup does it report?", "follow_up_of": "a"},
+        {"id": "c", "question": "And on which models?", "follow_up_of": "b"},
+    )
+    assert [q.follow_up_of for q in load_questions(path)] == [None, "a", "b"]
+
+
+@pytest.mark.parametrize(
+    ("lines", "message"),
+    [
+        (
+            [
+                {"id": "b", "question": "What does it use?", "follow_up_of": "a"},
+                {"id": "a", "question": "Which paper proposes GTO?"},
+            ],
+            r":1: `follow_up_of` 'a' names a later question \(line 2\)",
+        ),
+        (
+            [{"id": "b", "question": "And it?", "follow_up_of": "zz"}],
+            r":1: `follow_up_of` 'zz' names no question in this file",
+        ),
+        (
+            [{"id": "b", "question": "And it?", "follow_up_of": "b"}],
+            r":1: `follow_up_of` 'b' names the question itself",
+        ),
+    ],
+)
+def test_follow_up_of_must_name_an_earlier_question(
+    tmp_path: Path, lines: list[dict[str, str]], message: str
+) -> None:
+    path = write(tmp_path, *lines)
+    with pytest.raises(QuestionError, match=message) as caught:
+        load_questions(path)
+    assert str(caught.value).startswith(f"{path}:1:")

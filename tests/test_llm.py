@@ -240,7 +240,7 @@ def test_follow_up_is_condensed_then_searched(
     assert first.query == QUESTION
     assert second.query == CONDENSED
     assert second.mode == "llm"
-    searched = [h.paper.paper_id for h in assistant.search(CONDENSED)]
+    searched = [h.paper.paper_id for h in assistant.search_scoped(CONDENSED)[0]]
     assert [s.paper_id for s in second.sources] == searched
     assert sources_in(answer_2) == {s.n: s.text for s in second.sources}
 

@@ -29,6 +29,8 @@ TIMEOUT = 120  # the first run loads the embedding model
 QUESTION = "Which papers study speculative decoding, and what speedups do they report?"
 FOLLOW_UP = "What speedup does it report?"
 OFF_TOPIC = "What is the best recipe for sourdough bread?"
+SCOPED = "which ICLR 2026 papers use DCT?"
+ABSENT_VENUE = "which NeurIPS papers use DCT?"  # the seeds are all ICLR 2026
 _SOURCE = re.compile(r'<source n="(\d+)" label="[^"]*">\n(.*?)\n</source>', re.S)
 
 
@@ -70,6 +72,24 @@ def markdown(at: AppTest) -> str:
 
 def captions(at: AppTest) -> str:
     return "\n".join(c.value for c in at.caption)
+
+
+def chips(at: AppTest, turn: int) -> dict[str, str]:
+    """The removable scope chips under answer `turn`: field -> label."""
+    prefix = f"chip-{turn}-"
+    return {
+        str(b.key).removeprefix(prefix): b.label
+        for b in at.main.button
+        if str(b.key).startswith(prefix)
+    }
+
+
+def notices(at: AppTest) -> list[str]:
+    return [n.value for n in (*at.main.warning, *at.main.info)]
+
+
+def applied(at: AppTest) -> list[dict[str, Any]]:
+    return [t.answer.applied_filters for t in at.session_state["conversation"].turns]
 
 
 def upload(at: AppTest, name: str, data: bytes) -> AppTest:
@@ -214,6 +234,73 @@ def test_off_topic_question_abstains_with_closest_papers(app: Callable[..., AppT
     page = markdown(at)
     assert "Closest papers" in page and "rag-related" in page
     assert "#src-0-" not in page  # nothing is cited
+
+
+def test_scope_read_from_the_question_shows_as_removable_chips(
+    app: Callable[..., AppTest],
+) -> None:
+    at = ask(app(), SCOPED)
+    assert chips(at, 0) == {"venue": "ICLR", "year": "2026"}
+    assert "Searched within" in markdown(at)
+    assert not any(n.startswith("scope:") for n in notices(at))  # the chips say it once
+    answer = at.session_state["conversation"].turns[0].answer
+    if not answer.abstained and answer.confidence is not None:
+        assert f"confidence {answer.confidence:.2f}" in captions(at)
+
+    at.button(key="chip-0-year").click().run()  # asks again, as a new turn, without 2026
+    assert not at.exception, at.exception
+    assert len(at.chat_message) == 4
+    assert at.session_state["conversation"].turns[1].question == SCOPED
+    assert applied(at) == [{"venue": "ICLR", "year": 2026}, {"venue": "ICLR"}]
+    assert chips(at, 1) == {"venue": "ICLR"}  # the year is gone from the new answer
+    assert "Asked again without 2026" in captions(at)
+    assert chips(at, 0) == {"venue": "ICLR", "year": "2026"}  # the old turn is kept as it was
+
+    at.button(key="chip-1-venue").click().run()  # the removed year stays removed
+    assert not at.exception, at.exception
+    assert applied(at)[2] == {}
+    assert chips(at, 2) == {}
+    assert "Asked again without 2026, ICLR" in captions(at)
+
+
+def test_scope_the_index_lacks_abstains_until_its_chip_is_removed(
+    app: Callable[..., AppTest],
+) -> None:
+    at = ask(app(), ABSENT_VENUE)
+    assert any("this index holds no NeurIPS papers" in n for n in notices(at))
+    assert any("No indexed paper falls in the scope" in w.value for w in at.warning)
+    assert chips(at, 0) == {"venue": "NeurIPS"}
+
+    at.button(key="chip-0-venue").click().run()
+    assert not at.exception, at.exception
+    turns = at.session_state["conversation"].turns
+    assert len(turns) == 2 and applied(at)[1] == {}
+    assert turns[1].answer.sources  # searched the seeds this time
+    assert all("holds no" not in n for n in turns[1].answer.notices)
+    assert chips(at, 1) == {}
+
+
+def test_sidebar_and_carried_over_filters_show_as_fixed_chips(
+    app: Callable[..., AppTest],
+) -> None:
+    at = app()
+    at.sidebar.selectbox(key="filter_year").set_value(2026).run()
+    at = ask(at, "which ICLR papers use DCT?")
+    assert applied(at) == [{"venue": "ICLR", "year": 2026}]
+    assert chips(at, 0) == {"venue": "ICLR"}  # the sidebar's year is changed there
+    assert 'class="rag-chip"' in markdown(at) and "sidebar</span>" in markdown(at)
+
+    at.sidebar.selectbox(key="filter_year").set_value("Any").run()
+    at = ask(ask(at, SCOPED), "how does it work?")  # a follow-up keeps the scope
+    assert applied(at)[2] == {"venue": "ICLR", "year": 2026}
+    assert chips(at, 2) == {}
+    assert "previous question</span>" in markdown(at)
+
+
+def test_question_language_is_shown_when_not_english(app: Callable[..., AppTest]) -> None:
+    at = ask(app(), "如何改进CLIP的组合推理？")
+    assert at.session_state["conversation"].turns[0].answer.language == "zh"
+    assert "asked in Chinese" in captions(at)
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,5 @@
-"""The Streamlit app in a real headless Chromium: ask, open a cited source, follow up.
+"""The Streamlit app in a real headless Chromium: ask, open a cited source, follow up,
+narrow by a scoped question and widen it again with its chips.
 
 Starts `streamlit run ui/app.py` on a free loopback port over a copy of the seeded index,
 drives it with Playwright and the system Chromium (`apt-get install chromium`; the test
@@ -38,6 +39,7 @@ CHROMIUM_ARGS = [
 QUESTION = "Which papers study speculative decoding, and what speedups do they report?"
 FOLLOW_UP = "What speedup does it report?"
 ABSTAIN = "What is the best recipe for sourdough bread?"
+SCOPED = "Which ICLR 2026 papers use DCT?"
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -146,6 +148,25 @@ def test_ask_open_source_and_follow_up(app_url: str) -> None:
         page.get_by_text("Closest papers").scroll_into_view_if_needed()
         page.screenshot(path=SHOTS / "05-abstention.png")
 
+        _ask(page, SCOPED)  # turn 3: searched inside ICLR 2026, shown as two chips
+        year = _chip(page, 3, "year")
+        expect(_chip(page, 3, "venue")).to_have_accessible_name("ICLR")
+        expect(year).to_have_accessible_name("2026")
+        expect(page.locator(".st-key-scope-3")).to_contain_text("Searched within")
+        _wait_idle(page)
+        assert page.get_by_text("scope: ICLR 2026").count() == 0  # the chips say it once
+        page.locator(".st-key-scope-3").scroll_into_view_if_needed()
+        page.mouse.wheel(0, 250)  # the chips, the caption and the first source card
+        page.screenshot(path=SHOTS / "06-scope-chips.png")
+
+        year.click()  # asks again, as turn 4, without the year
+        expect(_chip(page, 4, "venue")).to_have_accessible_name("ICLR")
+        expect(page.get_by_text("Asked again without 2026")).to_be_visible()
+        _wait_idle(page)
+        assert page.locator(".st-key-chip-4-year").count() == 0
+        page.get_by_text("Asked again without 2026").scroll_into_view_if_needed()
+        page.screenshot(path=SHOTS / "07-scope-widened.png")
+
         assert page.locator('[data-testid="stException"]').count() == 0
         browser.close()
 
@@ -153,6 +174,11 @@ def test_ask_open_source_and_follow_up(app_url: str) -> None:
 def _wait_idle(page: Any) -> None:
     """Wait until the script run ends (Streamlit shows a Stop button while it runs)."""
     page.get_by_role("button", name="Stop").wait_for(state="hidden")
+
+
+def _chip(page: Any, turn: int, field: str) -> Any:
+    """The remove button of a scope chip (Streamlit also renders a hidden copy to measure)."""
+    return page.locator(f".st-key-chip-{turn}-{field}").get_by_role("button")
 
 
 def _ask(page: Any, question: str) -> None:

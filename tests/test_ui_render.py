@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 from typing import Any, cast
 
@@ -41,6 +42,10 @@ def test_untrusted_text_is_inert_in_html_and_markdown() -> None:
     out = render.escape_html(hostile)
     assert "<" not in out and ">" not in out and "$" not in out and "[" not in out
     assert "*" not in out and "~" not in out
+    assert html.unescape(out) == hostile  # every character comes back as itself
+    assert html.unescape(render.escape_html('Makhoul\'s "N"-point & #1')) == (
+        'Makhoul\'s "N"-point & #1'  # an entity's own '#' is not escaped again
+    )
     assert render.safe_url("javascript:alert(1)") is None
     assert render.safe_url("https://openreview.net/forum?id=x") is not None
 
@@ -127,3 +132,37 @@ def test_stream_reports_a_failure_as_an_event() -> None:
     events = list(ask_events(_Conversation(ValueError("the question is empty")), ""))  # type: ignore[arg-type]
     assert len(events) == 1 and isinstance(events[0], Failed)
     assert str(events[0].error) == "the question is empty"
+
+
+def test_scope_chips_label_each_filter_and_say_where_it_came_from() -> None:
+    applied = {"venue": "ICLR", "year_min": 2016, "status": "Oral", "area": "RL"}
+    chips = render.scope_chips(applied, sidebar=("area",), named=("venue", "year_min"))
+    assert [(c.field, c.label, c.origin) for c in chips] == [
+        ("venue", "ICLR", "question"),
+        ("year", "since 2016", "question"),  # a year range is one chip, removed as 'year'
+        ("status", "Oral", "context"),  # neither typed nor picked: from the previous turn
+        ("area", "RL", "sidebar"),
+    ]
+    assert [c.removable for c in chips] == [True, True, False, False]
+    assert [c.label for c in render.scope_chips({"year_min": 2016, "year_max": 2018})] == [
+        "2016-2018"
+    ]
+    assert all(c.removable for c in render.scope_chips({"venue": "ICLR", "year": 2026}))
+    assert render.scope_chips({}) == []
+    pill = render.chip_html(render.Chip("venue", "<b>X</b>", "sidebar"))
+    assert "&lt;b&gt;" in pill and "sidebar" in pill
+
+
+def test_scope_notice_gives_way_to_the_chips_other_notices_stay() -> None:
+    notices = ["scope: NeurIPS (read from the question)", "abstained: no NeurIPS papers"]
+    scoped = _answer("", [], [], notices=notices, applied_filters={"venue": "NeurIPS"})
+    assert render.page_notices(scoped) == ["abstained: no NeurIPS papers"]
+    unscoped = _answer("", [], [], notices=["scope: x"])
+    assert render.page_notices(unscoped) == ["scope: x"]  # no chips, so the notice stays
+
+
+def test_answer_details_show_confidence_and_a_language_other_than_english() -> None:
+    assert render.answer_details(_answer("x", [], [], confidence=0.8166)) == ["confidence 0.82"]
+    assert render.answer_details(_answer("x", [], [], language="zh")) == ["asked in Chinese"]
+    assert render.answer_details(_answer("x", [], [], language="xx")) == ["asked in xx"]
+    assert render.answer_details(_answer("x", [], [])) == []

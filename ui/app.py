@@ -55,14 +55,20 @@ def main() -> None:
         disabled=empty,
         key="question",
     ) or st.session_state.pop("suggested", None)
+    reask = chat.pop_reask()  # a scope chip removed: the same question, less that filter
     for i, turn in enumerate(conversation.turns):
         chat.show_turn(i, turn.question, turn.answer)
     if not conversation.turns and not question and not empty:
         suggestions()
     if question and question.strip():
+        reask = None  # a typed question wins over a chip clicked in the same run
+    elif reask:
+        question = reask.question
+    if question and question.strip():
         chat.ask_live(
             conversation,
             question.strip(),
+            reask=reask,
             mode=options.mode,
             top_k=options.top_k,
             filters=options.filters,

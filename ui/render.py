@@ -11,15 +11,20 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
 from urllib.parse import urlparse
 
 from rag.citations import CITATION, parse_group
 from rag.text import overlap, split_sentences
-from rag.types import Answer, Source
+from rag.types import Answer, Filters, Source
 
-# Characters Markdown (with GFM and math) would act on, as HTML entities: '$x$' stays text.
+# Characters HTML, or Markdown (with GFM and math), would act on, as entities: '$x$' stays
+# text. One pass, so the '#' of an entity made here is never escaped again ('&#x27;').
+_HTML_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#x27;"}
 _MD_ENTITIES = {c: f"&#{ord(c)};" for c in "\\`*_[]$~|#:"}
+_ENTITIES = {**_MD_ENTITIES, **_HTML_ENTITIES}
 _SAFE_URL = re.compile(r"^https?://[^\s\"'<>]+$", re.I)
 # "it works. [1] Next" -> "it works [1]. Next": a citation after the full stop belongs
 # to the sentence before it, not to the next one (which is where splitting would put it).
@@ -31,8 +36,7 @@ def escape_html(text: str) -> str:
 
     LaTeX's escaped percent ('7.7\\%') is shown as '7.7%', as Markdown shows it in answers.
     """
-    escaped = html.escape(text.replace("\\%", "%"), quote=True)
-    return "".join(_MD_ENTITIES.get(c, c) for c in escaped)
+    return "".join(_ENTITIES.get(c, c) for c in text.replace("\\%", "%"))
 
 
 def escape_markdown(text: str) -> str:
@@ -213,3 +217,109 @@ def conversation_markdown(turns: Sequence[tuple[str, Answer]], title: str) -> st
         mode = "offline extractive" if answer.mode == "extractive" else "endpoint model"
         out += [f"*Answered by the {mode}.*", ""]
     return "\n".join(out).rstrip() + "\n"
+
+
+# -- the scope of an answer, as chips ---------------------------------------------------
+
+YEAR_FIELDS = ("year", "year_min", "year_max")  # one chip: '2026', 'since 2016', '2016-2018'
+CHIP_ORDER = ("venue", "year", "status", "area", "keyword")
+Origin = Literal["question", "sidebar", "context"]
+ORIGIN_HELP = {
+    "question": "Read from the question. Remove it to search again without it.",
+    "sidebar": "Set in the sidebar: change it there.",
+    "context": "Carried over from the previous question: ask afresh to drop it.",
+}
+SCOPE_LABEL = '<span class="rag-scope-label">Searched within</span>'
+SCOPE_NOTICE = "scope: "  # the library's notice the chips stand in for
+LANGUAGES = {
+    "zh": "Chinese",
+    "ja": "Japanese",
+    "ko": "Korean",
+    "fr": "French",
+    "de": "German",
+    "es": "Spanish",
+    "it": "Italian",
+    "pt": "Portuguese",
+    "ru": "Russian",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Chip:
+    """One filter of an answer's scope: `field` is the read-scope name to ignore."""
+
+    field: str  # venue | year (with its range) | status | area | keyword
+    label: str  # 'ICLR', '2026', 'since 2016', 'Oral'
+    origin: Origin
+
+    @property
+    def removable(self) -> bool:
+        """Only a filter read from this very question is dropped by asking again."""
+        return self.origin == "question"
+
+
+def chip_field(name: str) -> str:
+    """The chip a Filters field shows in: 'year_min' -> 'year', 'venue' -> 'venue'."""
+    return "year" if name in YEAR_FIELDS else name
+
+
+def scope_chips(
+    applied: dict[str, Any],
+    sidebar: Collection[str] = (),
+    named: Collection[str] | None = None,
+) -> list[Chip]:
+    """An answer's applied filters as chips, with where each came from.
+
+    `sidebar`: the fields the sidebar set for that question; `named`: the fields read
+    from the question itself (None: unknown, so every non-sidebar field counts as read).
+    The rest was carried over from the previous turn. {'venue': 'ICLR', 'year_min': 2016}
+    -> [Chip('venue', 'ICLR', ...), Chip('year', 'since 2016', ...)].
+    """
+    picked = {chip_field(name) for name in sidebar}
+    read = None if named is None else {chip_field(name) for name in named}
+    chips: list[Chip] = []
+    for field in CHIP_ORDER:
+        names = YEAR_FIELDS if field == "year" else (field,)
+        values = {n: applied[n] for n in names if applied.get(n) is not None}
+        if not values:
+            continue
+        label = Filters(**values).describe()
+        origin: Origin = "question"
+        if field in picked:
+            origin = "sidebar"
+        elif read is not None and field not in read:
+            origin = "context"
+        chips.append(Chip(field, label, origin))
+    return chips
+
+
+def page_notices(answer: Answer) -> list[str]:
+    """The notices the page shows: the 'scope: ...' line goes, the chips say it."""
+    if not answer.applied_filters:
+        return list(answer.notices)
+    return [n for n in answer.notices if not n.startswith(SCOPE_NOTICE)]
+
+
+def language_name(code: str) -> str:
+    """'zh' -> 'Chinese'; an unlisted code stays as it is."""
+    return LANGUAGES.get(code.lower(), code)
+
+
+def answer_details(answer: Answer) -> list[str]:
+    """The small print of an answer: ['confidence 0.82', 'asked in Chinese'] (English unsaid)."""
+    parts = []
+    if answer.confidence is not None:
+        parts.append(f"confidence {answer.confidence:.2f}")
+    if answer.language and answer.language.lower() != "en":
+        parts.append(f"asked in {language_name(answer.language)}")
+    return parts
+
+
+def chip_html(chip: Chip) -> str:
+    """A filter that is not removed here, as a muted pill naming where it came from."""
+    where = "sidebar" if chip.origin == "sidebar" else "previous question"
+    title = html.escape(ORIGIN_HELP[chip.origin], quote=True)
+    return (
+        f'<span class="rag-chip" title="{title}">{escape_html(chip.label)}'
+        f'<span class="rag-chip-from">{where}</span></span>'
+    )

@@ -1,0 +1,264 @@
+"""Retrieved papers -> one answerability decision, made from evidence.
+
+The evidence about the best paper (what `features` measures, each in about 0..1):
+  - `sentence`: cosine of the question to the abstract's closest sentence (not the one
+    vector of the paper's start, which is blind to what its later sentences say);
+  - `paper`: cosine of the question to the paper's vector;
+  - `coverage`: IDF-weighted share of the question's content words the abstract holds
+    (a word one typo from one of the abstract's counts as held);
+  - `rarest_missing`: the IDF of the rarest question word the abstract lacks, over the
+    largest IDF ('gaussian splatting' of an index with no 'splatting': 1);
+  - `terms_found`, `terms_missing`: shares of the question's distinctive terms (names,
+    quoted phrases, numbers: rag/question.py) that occur, or do not, in the abstract; a
+    method name the question names, found in the abstract, is strong evidence;
+  - `bm25`: the best paper's BM25 score over the sum of the question's term IDFs
+    (how much of the query's lexical weight it matched);
+  - `margin`: how far the best paper's fused score is ahead of the second's.
+A logistic model over them gives `confidence`; below its threshold the answer abstains.
+Its weights and threshold are fitted on labelled questions by `rag eval calibrate` and
+read from `rag/data/answerability.json` (or RAG_ANSWERABILITY_FILE); nothing is hand-set.
+
+Besides the model, the record is checked for details a question asks and an abstract
+cannot hold: authors or affiliations (the lists carry none), a code link (no URL), and,
+for a question after one figure or name, a named term or any figure the abstract lacks.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rag import extractive
+from rag.question import Query
+from rag.text import mentions
+from rag.types import Hit
+
+FEATURES = (
+    "sentence",
+    "paper",
+    "coverage",
+    "rarest_missing",
+    "terms_found",
+    "terms_missing",
+    "bm25",
+    "margin",
+)
+DEFAULT_MODEL = Path(__file__).parent / "data" / "answerability.json"
+
+Coverage = Callable[[str, str], float]  # (question, text) -> 0..1
+Lexical = Callable[[str], float]  # the sum of a query's BM25 term weights (its best score)
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """What speaks for an answer in the best retrieved paper."""
+
+    features: dict[str, float]
+    missing_detail: str | None = None  # a detail asked that the record cannot hold
+
+    @property
+    def none_at_all(self) -> bool:
+        """No word, term or sentence of the question meets the best paper."""
+        f = self.features
+        return f["coverage"] == 0 and f["terms_found"] == 0 and f["bm25"] == 0
+
+
+@dataclass(frozen=True, slots=True)
+class Model:
+    """A logistic model over the evidence: weights per standardised feature."""
+
+    weights: dict[str, float]
+    bias: float
+    mean: dict[str, float]
+    scale: dict[str, float]
+    threshold: float
+    about: dict[str, Any] = field(default_factory=dict)  # what it was fitted on
+
+    def confidence(self, features: dict[str, float]) -> float:
+        """P(answerable | evidence) in 0..1."""
+        z = self.bias + sum(
+            w * (features[n] - self.mean[n]) / (self.scale[n] or 1.0)
+            for n, w in self.weights.items()
+        )
+        return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
+
+    def to_json(self) -> dict[str, Any]:
+        """The on-disk form."""
+        return {
+            "features": list(self.weights),
+            "weights": self.weights,
+            "bias": self.bias,
+            "mean": self.mean,
+            "scale": self.scale,
+            "threshold": self.threshold,
+            "about": self.about,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Model:
+        """Read the on-disk form; ValueError when a feature is unknown."""
+        unknown = set(data["weights"]) - set(FEATURES)
+        if unknown:
+            raise ValueError(f"unknown answerability features: {', '.join(sorted(unknown))}")
+        return cls(
+            weights={k: float(v) for k, v in data["weights"].items()},
+            bias=float(data["bias"]),
+            mean={k: float(v) for k, v in data["mean"].items()},
+            scale={k: float(v) for k, v in data["scale"].items()},
+            threshold=float(data["threshold"]),
+            about=dict(data.get("about", {})),
+        )
+
+
+@lru_cache(maxsize=4)
+def load_model(path: Path | None = None) -> Model:
+    """The fitted model (default: the one shipped in rag/data)."""
+    path = path or DEFAULT_MODEL
+    try:
+        return Model.from_json(json.loads(Path(path).read_text(encoding="utf-8")))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"cannot read the answerability model {path}: {exc}") from None
+
+
+def gather(
+    query: Query,
+    hits: Sequence[Hit],
+    sentence_similarity: float,
+    coverage: Coverage,
+    lexical: Lexical,
+    rarest_missing: Coverage,
+    at: int = 0,
+) -> Evidence:
+    """Measure the evidence in hit `at` (`sentence_similarity`: its best sentence); the
+    margin is how far it leads the next hit (0 for any but the first)."""
+    best = hits[at]
+    text = f"{best.paper.label} {best.paper.abstract}"
+    terms = query.terms
+    found = sum(1 for t in terms if any(mentions(text, n) for n in query.spellings(t)))
+    ceiling = lexical(query.keywords)
+    second = hits[at + 1].score if len(hits) > at + 1 else 0.0
+    if at:
+        second = max(second, hits[0].score)
+    features = {
+        "sentence": sentence_similarity,
+        "paper": best.dense_similarity or 0.0,
+        "coverage": coverage(query.text, text),
+        "rarest_missing": rarest_missing(query.text, text),
+        "terms_found": found / len(terms) if terms else 0.0,
+        "terms_missing": (len(terms) - found) / len(terms) if terms else 0.0,
+        "bm25": min(1.0, (best.bm25_score or 0.0) / ceiling) if ceiling > 0 else 0.0,
+        "margin": max(0.0, best.score - second) / (best.score or 1.0),
+    }
+    return Evidence(features, missing_detail(query, best))
+
+
+def missing_detail(query: Query, hit: Hit) -> str | None:
+    """Authors, affiliations, code links, or a named term or figure asked of one paper
+    that its record lacks ("What ImageNet accuracy does X reach?" of an abstract that
+    reports no numbers)."""
+    paper = hit.paper
+    if query.asks_authors and not paper.authors:
+        return "the records hold no author or affiliation information"
+    if query.asks_code and "http" not in paper.abstract:
+        return "the abstract gives no code link"
+    if query.wants and not query.plural:
+        text = f"{paper.label} {paper.abstract}"
+        missing = [t for t in query.terms if not any(mentions(text, n) for n in query.spellings(t))]
+        if missing:
+            return "the closest abstract does not mention " + ", ".join(missing)
+        counts = query.asks_count_of_things
+        if query.wants == "number" and not extractive.reports_figure(paper.abstract, counts):
+            return "the closest abstract reports no figures"
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """Answer or abstain, with the confidence and, when abstaining, why."""
+
+    answer: bool
+    confidence: float
+    why: str = ""
+
+
+def decide(evidence: Evidence, model: Model, llm: bool = False) -> Decision:
+    """Abstain on a missing detail or low confidence. With an LLM (`llm`), refuse only
+    when nothing at all meets the question: the model then sees the sources and is told
+    to say the answer is not found when they do not answer."""
+    confidence = round(model.confidence(evidence.features), 4)
+    if evidence.missing_detail:
+        return Decision(False, confidence, evidence.missing_detail)
+    if llm:
+        if evidence.none_at_all:
+            return Decision(False, confidence, "no word of the question occurs in any source")
+        return Decision(True, confidence)
+    if confidence < model.threshold:
+        f = evidence.features
+        return Decision(
+            False,
+            confidence,
+            f"the closest abstract gives too little evidence (confidence {confidence:.2f} < "
+            f"{model.threshold:.2f}; best sentence cosine {f['sentence']:.2f}, coverage "
+            f"{f['coverage']:.2f})",
+        )
+    return Decision(True, confidence)
+
+
+# --- fitting (used by `rag eval calibrate`) -------------------------------------------
+
+
+def fit(
+    rows: Sequence[dict[str, float]],
+    labels: Sequence[bool],
+    max_false_abstention: float = 0.02,
+    l2: float = 1.0,
+    about: dict[str, Any] | None = None,
+) -> Model:
+    """Fit a logistic model (L2-regularised, by Newton's method) on evidence rows labelled
+    answerable or not, then pick the highest threshold whose false abstention on the
+    answerable rows stays within `max_false_abstention`."""
+    x = np.array([[r[n] for n in FEATURES] for r in rows], dtype=np.float64)
+    y = np.array(labels, dtype=np.float64)
+    mean, scale = x.mean(axis=0), x.std(axis=0)
+    scale[scale == 0] = 1.0
+    z = np.hstack([(x - mean) / scale, np.ones((len(x), 1))])
+    w = np.zeros(z.shape[1])
+    penalty = np.eye(z.shape[1]) * l2
+    penalty[-1, -1] = 0.0  # the bias is not shrunk
+    for _ in range(50):
+        p = 1.0 / (1.0 + np.exp(-np.clip(z @ w, -60, 60)))
+        gradient = z.T @ (p - y) + penalty @ w
+        hessian = (z.T * (p * (1 - p))) @ z + penalty
+        step = np.linalg.solve(hessian, gradient)
+        w -= step
+        if np.abs(step).max() < 1e-8:
+            break
+    model = Model(
+        weights={n: round(float(v), 6) for n, v in zip(FEATURES, w[:-1], strict=True)},
+        bias=round(float(w[-1]), 6),
+        mean={n: round(float(v), 6) for n, v in zip(FEATURES, mean, strict=True)},
+        scale={n: round(float(v), 6) for n, v in zip(FEATURES, scale, strict=True)},
+        threshold=0.0,
+        about=about or {},
+    )
+    confidence = np.array([model.confidence(r) for r in rows])
+    threshold = pick_threshold(confidence, y.astype(bool), max_false_abstention)
+    return replace(model, threshold=math.floor(threshold * 1e4) / 1e4)  # never rounded up
+
+
+def pick_threshold(confidence: np.ndarray, answerable: np.ndarray, max_false: float) -> float:
+    """The highest threshold that abstains on at most `max_false` of the answerable ones:
+    confidences [0.1, 0.6, 0.9] of answerable [F, T, T], max 0 -> just below 0.6."""
+    positives = np.sort(confidence[answerable])
+    if not len(positives):
+        return 0.5
+    allowed = math.floor(max_false * len(positives))  # answerable ones we may refuse
+    threshold = positives[allowed] - 1e-6
+    return float(max(0.0, threshold))

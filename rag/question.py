@@ -1,0 +1,492 @@
+"""Question -> `Query`: what is searched, in which scope, asking for what.
+
+Every rule that reads a question lives here, with its word lists:
+  - the scope the question names, recognised against the index's own values
+    ('which ICLR 2026 papers ...' -> venue ICLR, year 2026; 'NeurIPS orals since 2016'
+    -> venue NIPS, status Oral, year >= 2016) and cut out of the retrieval text;
+  - the intent ('what is X?' -> definition, 'how much faster ...' -> figure, 'which
+    papers ...' -> papers, 'compare ...' -> comparison, 'does X ...?' -> yes_no, 'how
+    many papers ...' -> count, else lookup) and what a good answer sentence holds;
+  - the distinctive terms: names ('AltGDA', 'F2SA-p', 'KV'), quoted phrases, numbers;
+  - whether it refers back to an earlier turn ('it', 'the second one', 'what about ...').
+It reads; it never searches. The language is a placeholder here (CJK script or English).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from rag.text import STOP
+from rag.types import Filters
+
+# --- word lists ---------------------------------------------------------------------------
+
+# How a venue may be typed -> the key it is compared under. Catalog spellings pass through
+# the same map, so a question's "NeurIPS" finds papers stored as "NIPS" and back.
+VENUE_ALIASES = {"neurips": "nips", "neur ips": "nips", "nips": "nips"}
+# Venue names that are also common words in questions: scope only next to a year.
+AMBIGUOUS_VENUES = frozenset({"automl", "colt"})
+# Status words as typed -> the catalog statuses they stand for ("accepted": every status
+# that is not one of REJECTED).
+STATUS_WORDS = {
+    "oral": "oral",
+    "orals": "oral",
+    "spotlight": "spotlight",
+    "spotlights": "spotlight",
+    "poster": "poster",
+    "posters": "poster",
+    "accepted": "accepted",
+    "rejected": "reject",
+    "withdrawn": "withdraw",
+    "workshop": "workshop",
+}
+REJECTED = frozenset({"reject", "rejected", "withdraw", "withdrawn", "desk reject", "active"})
+_PAPER_NOUN = r"(?:papers?|works?|submissions?|articles?|presentations?|talks?|track)"
+
+_QUESTION_WORDS = frozenset(
+    """what which who how why where when does do did is are was were can could should
+    would will has have had any list show find give tell explain describe compare""".split()
+)
+
+# Intent, tried in this order (the first that matches wins): "by how much does X reduce
+# memory compared with Y" asks for a figure, "compare X and Y" for a comparison.
+_COUNT = re.compile(
+    rf"\bhow many\s+(?:\w+\s+){{0,2}}{_PAPER_NOUN}\b|\bnumber of {_PAPER_NOUN}", re.I
+)
+_COMPARISON = re.compile(
+    r"^\s*(?:please\s+)?compare\b|\bcompar(?:e|ison of|ison between)\s+(?:the\s+)?\w+"
+    r"(?:\s+\w+){0,4}\s+(?:and|with|vs\.?|versus)\b|\b(?:versus|vs\.?)\s|"
+    r"\bdiffer(?:ence|ences)? (?:between|of)\b|\bhow do(?:es)? .{3,60} compare\b",
+    re.I,
+)
+_FIGURE = re.compile(
+    r"\b(how (much|many|fast|large|long|big|often|well|far)|by how|up to what|to what extent|"
+    r"what ([\w-]+ ){0,3}(fraction|percentage|speed-?up|accuracy|rates?|factor|improvement|"
+    r"reduction|gain|number|sizes?|scale|score|ratio|overhead|complexity|bound|error|regret|"
+    r"perplexity|latency|throughput|memory|cost|time)|speed-?ups?|percent)\b",
+    re.I,
+)
+_DEFINITION = re.compile(
+    r"^\s*(?:so\s+|and\s+|ok\s+)?(?:what(?:'s| is| are| was)|whats|what does|define|"
+    r"definition of|explain|describe|tell me about|how does|how do|meaning of|"
+    r"what do you know about|who is|what kind of \w+ is)\b",
+    re.I,
+)
+_YES_NO = re.compile(
+    r"^\s*(?:is|are|does|do|did|can|could|was|were|has|have|will|would|should)\b(?!\s+there\b)",
+    re.I,
+)
+_PAPERS = re.compile(
+    rf"\b(which|what|any|list|find|show|recommend|suggest|some|all|other)\b[^?]{{0,40}}?"
+    rf"\b{_PAPER_NOUN}\b|^\s*{_PAPER_NOUN}\s+(?:on|about|that|using|for|with)\b|"
+    r"\bis there (?:a|any) (?:paper|work|study|method)\b|\bpapers\b",
+    re.I,
+)
+_ENTITY = re.compile(
+    r"\b(which|what)\b[^?]{0,40}?\b(datasets?|benchmarks?|models?|architectures?|"
+    r"environments?|tasks?|baselines?|languages?|metrics?|algorithms?|procedures?|"
+    r"optimi[sz]ers?|settings?|methods?|domains?|games?|problems?)\b",
+    re.I,
+)
+_PLURAL = re.compile(r"\b(papers|works|studies|methods|approaches|articles|submissions)\b", re.I)
+
+# Details an abstract record never or rarely holds.
+ASKS_AUTHORS = re.compile(
+    r"\b(who (wrote|authored|are the authors)|authors?|affiliat\w+|written by|which "
+    r"(university|universities|company|companies|lab|labs|institution|institutions|group))\b",
+    re.I,
+)
+ASKS_CODE = re.compile(
+    r"\b(github|code (link|repository|url|base)|source code|repo(sitory)?|codebase|"
+    r"(released|open[- ]sourced?|public|available) code|code (is |been )?(released|available|"
+    r"public|open[- ]sourced?)|where (is|can i (find|get)) (the |their )?code|"
+    r"(release|publish)(d|es)? (the |their )?code)\b",
+    re.I,
+)
+# Words that frame a question rather than name its topic: left out of the BM25 query
+# ('what is BoGrape used for' searches 'BoGrape'), kept for the dense one.
+FRAME = frozenset(
+    """what whats which who whom how why where when does do did is are was were can could
+    should would will explain describe define definition meaning tell me about any some
+    paper papers work works study studies studied approach approaches method methods
+    propose proposes proposed use used uses using find show list give there i looking look
+    need want get know mean means stand so also other ones one kind type types iclr
+    neurips nips icml a an the of for on in to and or with by that this these those it its
+    they them their we our you your has have had been being be please thanks anything
+    something exist exists existing""".split()
+)
+
+# Referring back to an earlier turn. A short question alone is never a follow-up.
+_REFERS_BACK = re.compile(
+    r"\b(it|its|it's|they|them|their|theirs|(this|that|these|those|the|said) (paper|papers|"
+    r"method|methods|approach|approaches|model|models|work|works|one|ones|study|algorithm|"
+    r"framework|technique|authors?|results?|first|second|third|fourth|fifth|last|latter|"
+    r"former|above|same)|the (first|second|third|fourth|fifth|last|latter|former)|"
+    r"the above|above|same|(number|paper|source) \d)\b|\[\d+\]|\btell me more\b",
+    re.I,
+)
+_WHAT_ABOUT = re.compile(
+    r"^\s*(and |but |ok |so )?(what|how) about\b|^\s*and (for|in|on|with)\b", re.I
+)
+# Pronouns that do not point back: "is it possible", "it is known that", "they say".
+_GENERIC_IT = re.compile(
+    r"\b(is it (possible|true|known|feasible)|it is (known|possible|common))\b", re.I
+)
+ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "last": -1, "latter": -1}
+_ORDINAL_REF = re.compile(
+    r"\bthe (first|second|third|fourth|fifth|last|latter)\b(?: (?:one|paper|method|work|source))?"
+    r"|\[(\d+)\]|\b(?:paper|source|number) (\d)\b",
+    re.I,
+)
+
+# A name: capitals or digits inside a word ('AltGDA', 'F2SA-p', 'KV', 'GPT-4', 'LLMs').
+NAME = re.compile(r"\b[A-Za-z]*(?:[A-Z][A-Za-z]*[A-Z0-9]|[a-z][A-Z]|\d[A-Za-z])[\w\-.]*")
+_QUOTED = re.compile(r"[\"“”']([^\"“”']{3,60})[\"“”']")
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?:%|x\b)?")
+_YEAR = r"(?:19[89]\d|20[0-4]\d)"
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+_KANA = re.compile(r"[\u3040-\u30ff]")
+_HANGUL = re.compile(r"[\uac00-\ud7af]")
+
+
+@dataclass(frozen=True, slots=True)
+class Vocabulary:
+    """The scope values an index holds, as stored: what a question may name."""
+
+    venues: frozenset[str] = frozenset()
+    years: frozenset[int] = frozenset()
+    statuses: frozenset[str] = frozenset()
+    areas: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """One question, read: the unit every later stage works from."""
+
+    question: str  # as typed
+    text: str  # what is searched: the question less the scope it named
+    read_scope: Filters = field(default_factory=Filters)  # the scope read from the question
+    scope_spans: tuple[str, ...] = ()  # the words the scope was read from ("ICLR 2026")
+    intent: str = "lookup"  # definition | figure | papers | comparison | yes_no | count | lookup
+    wants: str | None = None  # what an answer sentence must hold: "number", "entity" or None
+    plural: bool = False  # asks for several papers
+    terms: tuple[str, ...] = ()  # distinctive terms: names, quoted phrases, numbers
+    language: str = "en"
+    refers_back: bool = False  # leans on an earlier turn ("how does it work?")
+    ordinal: int | None = None  # "the second one" -> 2, "[3]" -> 3, "the last" -> -1
+    subject: str = ""  # what a definition asks about: 'explain X' -> 'X'
+    corrections: dict[str, str] = field(default_factory=dict)  # typo -> the index's word
+    aliases: dict[str, tuple[str, ...]] = field(default_factory=dict)  # 'DCT' -> spelled out
+
+    def spellings(self, term: str) -> tuple[str, ...]:
+        """A term and how the abstracts spell it out: 'DCT', 'discrete cosine transform'."""
+        return (term, *self.aliases.get(term, ()))
+
+    @property
+    def keywords(self) -> str:
+        """The text less its framing words, for BM25, with its acronyms spelled out:
+        'what is BoGrape used for?' -> 'BoGrape'; 'which papers use DCT?' -> 'DCT discrete
+        cosine transform'; the whole text when nothing else is left."""
+        spelled = [long for forms in self.aliases.values() for long in forms]
+        return " ".join([keywords_of(self.text), *spelled])
+
+    @property
+    def changes_topic(self) -> bool:
+        """'what about vision models?', 'and for diffusion?': a follow-up after something
+        new, not about the papers just shown."""
+        return bool(_WHAT_ABOUT.search(self.question))
+
+    @property
+    def asks_authors(self) -> bool:
+        """Tell whether authors or affiliations are asked for."""
+        return bool(ASKS_AUTHORS.search(self.question))
+
+    @property
+    def asks_code(self) -> bool:
+        """Tell whether a code link is asked for."""
+        return bool(ASKS_CODE.search(self.question))
+
+    @property
+    def asks_count_of_things(self) -> bool:
+        """'how many layers ...': a spelled-out count ('three') answers it."""
+        return self.wants == "number" and bool(re.search(r"\bhow many\b", self.question, re.I))
+
+
+def read(question: str, vocabulary: Vocabulary | None = None) -> Query:
+    """Read a question: 'which ICLR 2026 papers use DCT?' -> Query(text='which papers use
+    DCT?', read_scope=Filters(venue='ICLR', year=2026), intent='papers', terms=('DCT',))."""
+    question = " ".join(question.split())
+    scope, spans, text = read_scope(question, vocabulary or Vocabulary())
+    intent = intent_of(text)
+    plural = intent in ("papers", "count", "comparison") or bool(_PLURAL.search(text))
+    wants = None
+    if intent == "figure":
+        wants = "number"
+    elif _ENTITY.search(text) and not plural and intent != "definition":
+        wants = "entity"
+    refers = refers_back(question)
+    subject = subject_of(text) if intent == "definition" else ""
+    terms = distinctive_terms(text)
+    if subject and " " not in subject and len(subject) > 2 and subject.casefold() not in STOP:
+        terms = tuple(dict.fromkeys((*terms, subject)))  # 'what is altgda' -> altgda
+    return Query(
+        question=question,
+        text=text,
+        read_scope=scope,
+        scope_spans=spans,
+        intent=intent,
+        wants=wants,
+        plural=plural,
+        terms=terms,
+        language=language_of(question),
+        refers_back=refers,
+        ordinal=ordinal_of(question) if refers else None,
+        subject=subject,
+    )
+
+
+def keywords_of(text: str) -> str:
+    """'which papers use DCT?' -> 'DCT' (see FRAME)."""
+    kept = [w for w in re.findall(r"[^\s?!.,;:()\"']+", text) if w.casefold() not in FRAME]
+    return " ".join(kept) or text
+
+
+def intent_of(text: str) -> str:
+    """'how many papers ...' -> count, 'compare A and B' -> comparison, 'how much faster'
+    -> figure, 'which papers' -> papers, 'what is X' -> definition, 'does X ...' -> yes_no."""
+    if _COUNT.search(text):
+        return "count"
+    if _FIGURE.search(text):
+        return "figure"
+    if _COMPARISON.search(text):
+        return "comparison"
+    if _PAPERS.search(text):
+        return "papers"
+    if _DEFINITION.search(text):
+        return "definition"
+    if _YES_NO.search(text):
+        return "yes_no"
+    return "lookup"
+
+
+def subject_of(text: str) -> str:
+    """'What is AltGDA?' -> 'AltGDA'; 'explain the F2SA-p method' -> 'F2SA-p'."""
+    match = _DEFINITION.search(text)
+    rest = text[match.end() :] if match else text
+    rest = re.sub(r"[?.!]+$", "", rest).strip()
+    rest = re.sub(r"^(?:a|an|the)\s+", "", rest, flags=re.I)
+    rest = re.sub(
+        r"\s+(?:do|does|work|mean|stand for|method|approach|algorithm|about)$", "", rest, flags=re.I
+    )
+    return rest.strip()
+
+
+def distinctive_terms(text: str) -> tuple[str, ...]:
+    """Names, quoted phrases and numbers: 'how fast is F2SA-p vs "exact penalty"?' ->
+    ('F2SA-p', 'exact penalty'). A plural 's' ('LLMs') and a descriptive suffix
+    ('DCT-based') are dropped, so the name itself is what must occur in an abstract."""
+    found: list[str] = [m.group(1).strip() for m in _QUOTED.finditer(text)]
+    for name in NAME.findall(text):
+        core = re.sub(r"-(based|style|like|type|driven|free|aware|guided)$", "", name.rstrip(".-"))
+        if core.endswith("s") and core[:-1].isupper() and len(core) > 2:
+            core = core[:-1]
+        if core.casefold() not in _QUESTION_WORDS:
+            found.append(core)
+    found += [n for n in _NUMBER.findall(text) if not re.fullmatch(_YEAR, n)]
+    return tuple(dict.fromkeys(t for t in found if t))
+
+
+def refers_back(question: str) -> bool:
+    """Tell whether a question leans on an earlier turn: 'how does it work?', 'the second
+    one?', 'what about vision?'. Length alone never decides: 'dct llm compression' is new."""
+    if _WHAT_ABOUT.search(question):
+        return True
+    cleaned = _GENERIC_IT.sub(" ", question)
+    return bool(_REFERS_BACK.search(cleaned))
+
+
+def ordinal_of(question: str) -> int | None:
+    """'the second one' -> 2, '[3]' -> 3, 'the last paper' -> -1; None when none is named."""
+    match = _ORDINAL_REF.search(question)
+    if not match:
+        return None
+    word, bracket, number = match.groups()
+    if word:
+        return ORDINALS[word.lower()]
+    return int(bracket or number)
+
+
+def language_of(question: str) -> str:
+    """'GTO 是什么方法？' -> 'zh'. Script-based: CJK scripts, else English."""
+    if not _CJK.search(question):
+        return "en"
+    if _KANA.search(question):
+        return "ja"
+    if _HANGUL.search(question):
+        return "ko"
+    return "zh"
+
+
+# --- scope ------------------------------------------------------------------------------
+
+
+def venue_key(name: str) -> str:
+    """The key venues are compared under: 'NeurIPS' -> 'nips', 'ICLR' -> 'iclr'."""
+    key = " ".join(name.casefold().split())
+    return VENUE_ALIASES.get(key, key)
+
+
+def status_matches(stored: str, wanted: str) -> bool:
+    """'Oral' matches 'oral'; 'Poster' matches 'accepted'; 'Reject' does not."""
+    stored_key, wanted_key = stored.casefold().strip(), wanted.casefold().strip()
+    wanted_key = STATUS_WORDS.get(wanted_key, wanted_key)
+    if wanted_key == "workshop":
+        return "workshop" in stored_key
+    if wanted_key == "accepted":
+        return stored_key not in REJECTED and "workshop" not in stored_key
+    return stored_key == wanted_key
+
+
+def read_scope(question: str, vocabulary: Vocabulary) -> tuple[Filters, tuple[str, ...], str]:
+    """The venue, years and status a question names, the words they were read from, and
+    the question without them. Only values the index holds (or venues it could hold) are
+    read: 'ICLR 2026' on an index without 2026 papers is still read, so the caller can say
+    'this index holds no ICLR 2026 papers' instead of searching everything."""
+    spans: list[tuple[int, int]] = []
+    venue = _read_venue(question, vocabulary, spans)
+    year, year_min, year_max = _read_years(question, venue is not None, spans)
+    status = _read_status(question, venue is not None, spans)
+    area = _read_area(question, vocabulary, spans)
+    scope = Filters(
+        venue=venue, year=year, year_min=year_min, year_max=year_max, status=status, area=area
+    )
+    text = _cut(question, spans) if scope.active else question
+    words = tuple(question[a:b] for a, b in sorted(spans))
+    return scope, words, text
+
+
+def _venue_names(vocabulary: Vocabulary) -> dict[str, str]:
+    """Typed form (casefolded) -> the stored spelling to filter on."""
+    stored = {venue_key(v): v for v in vocabulary.venues}
+    names = {key: name for key, name in stored.items()}
+    for alias, key in VENUE_ALIASES.items():
+        names.setdefault(alias, stored.get(key, "NeurIPS" if key == "nips" else alias))
+    for known in (
+        "iclr",
+        "icml",
+        "aistats",
+        "uai",
+        "corl",
+        "colm",
+        "colt",
+        "acl",
+        "emnlp",
+        "naacl",
+        "cvpr",
+        "iccv",
+        "eccv",
+        "aaai",
+        "ijcai",
+        "kdd",
+        "automl",
+    ):
+        names.setdefault(known, stored.get(known, known.upper()))
+    return names
+
+
+def _read_venue(question: str, vocabulary: Vocabulary, spans: list[tuple[int, int]]) -> str | None:
+    names = _venue_names(vocabulary)
+    pattern = "|".join(sorted((re.escape(n) for n in names), key=len, reverse=True))
+    for match in re.finditer(rf"(?<![\w-])({pattern})(?![\w-])(?:['’]?s)?", question, re.I):
+        typed = match.group(1).casefold()
+        near_year = re.match(rf"\s*['’]?(?:{_YEAR}|\d\d)\b", question[match.end() :])
+        if typed in AMBIGUOUS_VENUES and not near_year:
+            continue
+        spans.append(match.span())
+        return names[typed]
+    return None
+
+
+def _read_years(
+    question: str, has_venue: bool, spans: list[tuple[int, int]]
+) -> tuple[int | None, int | None, int | None]:
+    """'2026' next to a venue, 'in/from 2018', 'since 2020', 'before 2015', '2016-2018'."""
+    ranges = [
+        (rf"\b(?:between|from)\s+({_YEAR})\s+(?:and|to)\s+({_YEAR})\b", "range"),
+        (rf"\b({_YEAR})\s*(?:-|–|to)\s*({_YEAR})\b", "range"),
+        (rf"\b(?:since|after|starting(?: from| in)?)\s+({_YEAR})\b", "min"),
+        (
+            rf"\b(?:from|in)\s+({_YEAR})\s+(?:onwards?\b|(?:and|or) later\b|on(?=\s*[?.!,]|$))",
+            "min",
+        ),
+        (rf"\b({_YEAR})\s+(?:and|or) later\b", "min"),
+        (rf"\b(?:before|until|up to|prior to)\s+({_YEAR})\b", "max"),
+        (rf"\b(?:in|of|from|during)\s+({_YEAR})\b", "year"),
+    ]
+    for pattern, kind in ranges:
+        match = re.search(pattern, question, re.I)
+        if not match:
+            continue
+        spans.append(match.span())
+        first = int(match.group(1))
+        if kind == "range":
+            low, high = sorted((first, int(match.group(2))))
+            return None, low, high
+        if kind == "min":
+            after = match.group(0).lower().startswith("after")
+            return None, first + after, None
+        if kind == "max":
+            before = match.group(0).lower().startswith(("before", "prior"))
+            return None, None, first - before
+        if has_venue or re.search(rf"\b{_PAPER_NOUN}\b", question, re.I):
+            return first, None, None  # 'papers in 2017', not 'the world cup in 2014'
+        spans.pop()
+        continue
+    if has_venue:  # 'ICLR 2026', "ICLR'18", 'ICLR 2016 or later'
+        venue_end = max(b for _, b in spans)
+        match = re.match(rf"\s*['’]?({_YEAR}|\d\d)\b", question[venue_end:])
+        if match:
+            year = int(match.group(1))
+            year += 2000 if year < 100 else 0
+            spans.append((venue_end, venue_end + match.end()))
+            return year, None, None
+    return None, None, None
+
+
+def _read_status(question: str, has_venue: bool, spans: list[tuple[int, int]]) -> str | None:
+    """'orals', 'spotlight papers', 'accepted at', 'NeurIPS oral ...'; not 'oral cancer'."""
+    words = "|".join(STATUS_WORDS)
+    for match in re.finditer(rf"\b({words})\b", question, re.I):
+        word = match.group(1).lower()
+        followed = re.match(
+            rf"\s+(?:{_PAPER_NOUN}|at|to|in|on|for|about)\b", question[match.end() :], re.I
+        )
+        after_venue = has_venue and 0 <= match.start() - max(b for _, b in spans) <= 2
+        if word in ("orals", "spotlights", "posters") or followed or after_venue:
+            spans.append(match.span())
+            return STATUS_WORDS[word].capitalize()
+    return None
+
+
+def _read_area(question: str, vocabulary: Vocabulary, spans: list[tuple[int, int]]) -> str | None:
+    """An area only when named as one: 'in the reinforcement learning area / track'."""
+    for area in sorted(vocabulary.areas, key=len, reverse=True):
+        pattern = rf"\b(?:in the|area:?|primary area:?)\s+{re.escape(area)}(?:\s+(?:area|track))?\b"
+        match = re.search(pattern, question, re.I)
+        if match:
+            spans.append(match.span())
+            return area
+    return None
+
+
+def _cut(question: str, spans: Iterable[tuple[int, int]]) -> str:
+    """The question without the scope words: 'which ICLR 2026 papers use DCT?' -> 'which
+    papers use DCT?'. A dangling 'at' / 'in' / 'from' left behind goes too."""
+    text = question
+    for start, end in sorted(spans, reverse=True):
+        text = text[:start] + " " + text[end:]
+    text = re.sub(r"\b(at|in|from|of|on|for|accepted to)\s+(?=[?.!]|$)", " ", text, flags=re.I)
+    text = re.sub(r"\s+([?.!,])", r"\1", " ".join(text.split()))
+    return text.strip() or question

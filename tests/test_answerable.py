@@ -1,0 +1,99 @@
+"""The answerability decision: the fitted model, its threshold, and the detail checks."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import pytest
+
+from rag import answerable
+from rag.answerable import FEATURES, Evidence, Model, decide, fit, pick_threshold
+from rag.question import read
+from rag.types import Hit, Paper
+
+
+def _row(strength: float) -> dict[str, float]:
+    return {name: strength for name in FEATURES} | {"terms_missing": 1 - strength}
+
+
+def test_fit_separates_answerable_from_not_and_keeps_false_abstention_in_bounds() -> None:
+    rng = random.Random(7)
+    rows, labels = [], []
+    for _ in range(200):
+        good = rng.random() < 0.7
+        rows.append(_row(min(1.0, max(0.0, rng.gauss(0.7 if good else 0.3, 0.12)))))
+        labels.append(good)
+    model = fit(rows, labels, max_false_abstention=0.02)
+    confidence = np.array([model.confidence(r) for r in rows])
+    answerable_mask = np.array(labels)
+    refused_good = (confidence[answerable_mask] < model.threshold).mean()
+    refused_bad = (confidence[~answerable_mask] < model.threshold).mean()
+    assert refused_good <= 0.02
+    assert refused_bad > 0.5  # the two overlap a little; most bad ones are still refused
+    assert model.weights["sentence"] > 0 and model.weights["terms_missing"] < 0
+
+
+def test_pick_threshold_refuses_at_most_the_allowed_share() -> None:
+    confidence = np.array([0.1, 0.6, 0.9, 0.2])
+    answerable_mask = np.array([False, True, True, True])
+    assert pick_threshold(confidence, answerable_mask, 0.0) == pytest.approx(0.2 - 1e-6)
+    assert pick_threshold(confidence, answerable_mask, 0.34) == pytest.approx(0.6 - 1e-6)
+
+
+def test_model_round_trips_through_json_and_rejects_unknown_features() -> None:
+    model = fit([_row(0.2), _row(0.8), _row(0.3), _row(0.9)], [False, True, False, True])
+    again = Model.from_json(json.loads(json.dumps(model.to_json())))
+    assert again.confidence(_row(0.5)) == pytest.approx(model.confidence(_row(0.5)))
+    data = model.to_json() | {"weights": {"shoe_size": 1.0}}
+    with pytest.raises(ValueError, match="shoe_size"):
+        Model.from_json(data)
+
+
+def test_the_shipped_model_is_fitted() -> None:
+    model = answerable.load_model()
+    assert model.about.get("rows", 0) > 100 and 0 < model.threshold < 1
+    assert any(w != 0 for w in model.weights.values())
+
+
+def _hit(abstract: str, authors: tuple[str, ...] = ()) -> Hit:
+    return Hit(Paper("p", abstract, label="X", authors=authors), 1.0, 0.5, 3.0)
+
+
+@pytest.mark.parametrize(
+    ("question", "abstract", "why"),
+    [
+        ("who wrote the GTO paper?", "We propose GTO.", "author"),
+        ("where is the code for GTO?", "We propose GTO.", "code link"),
+        ("does GTO have released code", "We propose GTO.", "code link"),
+        ("how much faster is GTO?", "We propose GTO, which is faster.", "no figures"),
+        ("how much does GTO gain on MMLU?", "GTO gains 7.4% on GSM8K.", "MMLU"),
+    ],
+)
+def test_details_the_record_lacks_are_refused(question: str, abstract: str, why: str) -> None:
+    assert why in (answerable.missing_detail(read(question), _hit(abstract)) or "")
+
+
+def test_details_the_record_holds_pass() -> None:
+    assert answerable.missing_detail(read("who wrote it?"), _hit("A.", ("Ada",))) is None
+    hit = _hit("GTO gains 7.4% on GSM8K; code: https://x.org")
+    assert answerable.missing_detail(read("how much does GTO gain on GSM8K?"), hit) is None
+    assert answerable.missing_detail(read("where is the GTO code?"), hit) is None
+
+
+def test_with_an_llm_only_no_evidence_at_all_is_refused_before_generation() -> None:
+    model = Model(
+        {n: 1.0 for n in FEATURES},
+        -100.0,
+        dict.fromkeys(FEATURES, 0.0),
+        dict.fromkeys(FEATURES, 1.0),
+        threshold=0.5,
+    )
+    weak = Evidence(_row(0.1))
+    assert not decide(weak, model).answer  # offline: below the threshold
+    assert decide(weak, model, llm=True).answer  # the model sees the sources
+    nothing = Evidence(dict.fromkeys(FEATURES, 0.0))
+    assert not decide(nothing, model, llm=True).answer
+    detail = Evidence(_row(0.9), "the records hold no author or affiliation information")
+    assert not decide(detail, model, llm=True).answer

@@ -1,0 +1,126 @@
+"""Questions as people type them, over the bundled seeds: short method names answered
+with the sentence that introduces them, the scope a question names applied (and a scope
+the index lacks refused, never widened), follow-ups told from new questions."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from rag.assistant import Assistant
+from rag.cli import main
+from rag.text import mentions, split_sentences
+from rag.types import Filters
+
+# Every method name the seed abstracts introduce (eval/questions/natural.jsonl covers each).
+METHODS = (
+    "AltGDA AutoEP ELA OTLP MRet BoGrape BoRA GN-IVO UniBiO CSAM F2SA-p NeuCLIP SPRIG EAMET "
+    "DeMo O2NC GPO SCRAPL GVPO ActiveDPO DTO-KD ConNAS GTO TI-DPO KAN-TK AuxDPO SPO DR-SAC OFMU"
+).split()
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_what_is_a_method_answers_with_the_sentence_that_introduces_it(
+    seeded: Assistant, method: str
+) -> None:
+    answer = seeded.ask(f"what is {method}?")
+    assert not answer.abstained, answer.notices
+    assert answer.intent == "definition"
+    first = answer.sources[answer.citations[0] - 1]
+    assert mentions(first.text, method)
+    lead = first.highlights[0]
+    assert mentions(lead, method)
+    introduced = [s for s in split_sentences(first.text) if mentions(s, method)]
+    assert lead == introduced[0] or any(
+        w in lead.lower() for w in ("propos", "introduc", "present", "(", "call", "we ")
+    ), lead
+
+
+def test_a_scope_the_question_names_is_applied_and_shown(seeded: Assistant) -> None:
+    answer = seeded.ask("which ICLR 2026 papers use the discrete cosine transform?")
+    assert answer.applied_filters == {"venue": "ICLR", "year": 2026}
+    assert any(n.startswith("scope: ICLR 2026") for n in answer.notices)
+    assert answer.query == "which papers use the discrete cosine transform?"
+    assert not answer.abstained
+    assert all(s.venue == "ICLR" and s.year == 2026 for s in answer.sources)
+
+
+def test_a_scope_the_index_lacks_is_refused_not_widened(seeded: Assistant) -> None:
+    answer = seeded.ask("which NeurIPS 2018 papers use the discrete cosine transform?")
+    assert answer.abstained and answer.sources == []
+    assert "this index holds no NeurIPS 2018 papers" in " ".join(answer.notices)
+    # removing the scope (a UI chip, or --no-scope) searches everything
+    wide = seeded.ask(
+        "which NeurIPS 2018 papers use the discrete cosine transform?",
+        ignore_scope=("venue", "year"),
+    )
+    assert wide.applied_filters == {} and wide.sources
+
+
+def test_flags_override_the_scope_the_question_names(seeded: Assistant) -> None:
+    answer = seeded.ask("which NeurIPS papers use DCT?", filters=Filters(venue="iclr"))
+    assert answer.applied_filters["venue"] == "iclr" and not answer.abstained
+
+
+def test_filters_select_the_same_papers_on_both_retrievers(seeded: Assistant) -> None:
+    for venue in ("iclr", "ICLR", "Iclr"):
+        dense = seeded.search(
+            "speculative decoding", filters=Filters(venue=venue), retriever="dense"
+        )
+        bm25 = seeded.search("speculative decoding", filters=Filters(venue=venue), retriever="bm25")
+        assert dense and bm25, venue  # the dense side is not emptied by a lower-case venue
+    assert seeded.search("speculative decoding", filters=Filters(year_min=2027)) == []
+    assert seeded.search("speculative decoding", filters=Filters(year_max=2026))
+
+
+def test_a_short_new_question_is_not_glued_to_the_previous_one(seeded: Assistant) -> None:
+    chat = seeded.conversation()
+    chat.ask("what is AltGDA?")
+    new = chat.ask("dct llm compression")
+    assert not new.follow_up and new.query == "dct llm compression"
+
+
+def test_a_follow_up_is_searched_with_what_it_refers_to(seeded: Assistant) -> None:
+    chat = seeded.conversation()
+    first = chat.ask("which ICLR 2026 papers study alternating gradient descent-ascent?")
+    follow = chat.ask("what convergence rate does it reach?")
+    assert follow.follow_up and "alternating gradient" in follow.query
+    assert follow.applied_filters == first.applied_filters  # the scope carries over
+    assert not follow.abstained
+    cited = {follow.sources[n - 1].paper_id for n in follow.citations}
+    assert cited & {first.sources[n - 1].paper_id for n in first.citations}
+
+
+def test_the_second_one_means_the_answers_second_paper(seeded: Assistant) -> None:
+    chat = seeded.conversation()
+    first = chat.ask("which papers use the discrete cosine transform?")
+    listed = [s for s in first.sources if s.cited]
+    assert len(listed) >= 2
+    follow = chat.ask("what does the second one do?")
+    assert follow.follow_up and listed[1].title in follow.query
+
+
+def test_a_typo_is_searched_as_the_index_spells_it(seeded: Assistant) -> None:
+    answer = seeded.ask("machine unlearing for llms")
+    assert "machine unlearning" in answer.query
+    assert any("'unlearing' as 'unlearning'" in n for n in answer.notices)
+    assert not answer.abstained
+
+
+def test_cli_prints_the_applied_filters(seeded_index: object) -> None:
+    runner = CliRunner()
+    base = ["--index-dir", str(seeded_index)]
+    asked = runner.invoke(main, [*base, "ask", "which ICLR 2026 papers use DCT?", "--json"])
+    assert asked.exit_code == 0, asked.output
+    data = json.loads(asked.stdout)
+    assert data["applied_filters"] == {"venue": "ICLR", "year": 2026}
+    assert data["intent"] == "papers" and 0 <= data["confidence"] <= 1
+    found = runner.invoke(main, [*base, "search", "ICLR 2026 DCT", "--json"])
+    rows = json.loads(found.stdout)
+    assert rows and all(r["applied_filters"] == {"venue": "ICLR", "year": 2026} for r in rows)
+    wide = runner.invoke(main, [*base, "search", "NeurIPS DCT", "--json", "--no-scope"])
+    assert json.loads(wide.stdout)[0]["applied_filters"] == {}
+    line = runner.invoke(main, [*base, "ask", "which ICLR 2026 papers use DCT?"])
+    assert "Scope: ICLR 2026" in line.output
