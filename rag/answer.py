@@ -135,9 +135,17 @@ class Answerer:
             paper = hits[at].paper
             sentences = [s for s in (paper.title, *split_sentences(paper.abstract)) if s]
             similarity = float((self._sentence_vectors(sentences) @ vector).max())
+            together = max(self.coverage(query.text, s) for s in sentences)
             found.append(
                 answerable.gather(
-                    query, hits, similarity, self.coverage, self.lexical, self.rarest_missing, at
+                    query,
+                    hits,
+                    similarity,
+                    self.coverage,
+                    self.lexical,
+                    self.rarest_missing,
+                    at,
+                    together,
                 )
             )
         return max(found, key=lambda e: self.model.confidence(e.features))

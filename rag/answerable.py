@@ -6,6 +6,9 @@ The evidence about the best paper (what `features` measures, each in about 0..1)
   - `paper`: cosine of the question to the paper's vector;
   - `coverage`: IDF-weighted share of the question's content words the abstract holds
     (a word one typo from one of the abstract's counts as held);
+  - `sentence_coverage`: the same share for the abstract's best sentence: a paper on
+    speculative decoding holds every word of "speculative decoding for diffusion
+    language models", but no sentence of it holds them together;
   - `rarest_missing`: the IDF of the rarest question word the abstract lacks, over the
     largest IDF ('gaussian splatting' of an index with no 'splatting': 1);
   - `terms_found`, `terms_missing`: shares of the question's distinctive terms (names,
@@ -44,6 +47,7 @@ FEATURES = (
     "sentence",
     "paper",
     "coverage",
+    "sentence_coverage",
     "rarest_missing",
     "terms_found",
     "terms_missing",
@@ -135,6 +139,7 @@ def gather(
     lexical: Lexical,
     rarest_missing: Coverage,
     at: int = 0,
+    sentence_coverage: float = 0.0,
 ) -> Evidence:
     """Measure the evidence in hit `at` (`sentence_similarity`: its best sentence); the
     margin is how far it leads the next hit (0 for any but the first)."""
@@ -150,6 +155,7 @@ def gather(
         "sentence": sentence_similarity,
         "paper": best.dense_similarity or 0.0,
         "coverage": coverage(query.text, text),
+        "sentence_coverage": sentence_coverage,
         "rarest_missing": rarest_missing(query.text, text),
         "terms_found": found / len(terms) if terms else 0.0,
         "terms_missing": (len(terms) - found) / len(terms) if terms else 0.0,

@@ -126,9 +126,18 @@ class Assistant:
         terms = read_q.terms
         if query:  # a follow-up's standalone query names what the follow-up refers to
             terms = tuple(dict.fromkeys((*terms, *distinctive_terms(query))))
-        aliases = self.retriever.aliases(terms)
+        # 'the discrete cosine transform' is also 'DCT' where the abstracts say so
+        known = {t.casefold() for t in terms}
+        implied = tuple(a for a in self.retriever.abbreviations(text) if a not in known)
+        aliases = self.retriever.aliases((*terms, *implied))
         read_q = replace(
-            read_q, text=text, read_scope=named, corrections=fixes, terms=terms, aliases=aliases
+            read_q,
+            text=text,
+            read_scope=named,
+            corrections=fixes,
+            terms=terms,
+            implied=implied,
+            aliases=aliases,
         )
         return read_q, applied
 

@@ -95,10 +95,11 @@ def reports_figure(text: str, counts: bool = False) -> bool:
 
 
 def candidates(hits: list[Hit], query: Query) -> list[int]:
-    """Indexes of the hits close enough to the best to answer from; a definition is
-    answered from the papers that name its term (the best one when none does)."""
-    named = [i for i, h in enumerate(hits) if query.terms and _names(h, query)]
-    if named and (query.intent == "definition" or query.plural):
+    """Indexes of the hits to answer from: those that name the question's terms when any
+    does ('does DeMo need all-reduce?' is answered from papers naming DeMo), else those
+    whose similarity is close enough to the best one's."""
+    named = [i for i, h in enumerate(hits) if query.named and _names(h, query)]
+    if named:  # a question that names a method is answered from the papers naming it
         return named[: MAX_SOURCES[query.plural and query.intent != "definition"]]
     best = hits[0].dense_similarity or 0.0
     margin = MARGIN_PLURAL if query.plural else MARGIN_SINGULAR
@@ -108,7 +109,7 @@ def candidates(hits: list[Hit], query: Query) -> list[int]:
 
 def _names(hit: Hit, query: Query) -> bool:
     text = f"{hit.paper.label} {hit.paper.abstract}"
-    return any(mentions(text, n) for t in query.terms for n in query.spellings(t))
+    return any(mentions(text, n) for t in query.named for n in query.spellings(t))
 
 
 def sentence_scores(
@@ -176,7 +177,7 @@ def _phrases(query: Query) -> list[str]:
         for n in range(len(words), 1, -1)
         for i in range(len(words) - n + 1)
     ]
-    spelled = [n for t in query.terms for n in query.spellings(t)]
+    spelled = [n for t in query.named for n in query.spellings(t)]
     return list(dict.fromkeys([*runs, *spelled]))
 
 
@@ -190,8 +191,8 @@ def _around(sentence: str, term: str) -> str:
 
 def _score(query: Query, sentence: str, similarity: float) -> float:
     named = sum(
-        1 for t in query.terms if any(mentions(sentence, n) for n in query.spellings(t))
-    ) / len(query.terms or "x")
+        1 for t in query.named if any(mentions(sentence, n) for n in query.spellings(t))
+    ) / len(query.named or "x")
     return (
         similarity
         + 0.3 * overlap(query.text, sentence)

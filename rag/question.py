@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from rag.text import STOP
+from rag.text import STOP, mentions
 from rag.types import Filters
 
 # --- word lists ---------------------------------------------------------------------------
@@ -26,6 +26,11 @@ from rag.types import Filters
 # How a venue may be typed -> the key it is compared under. Catalog spellings pass through
 # the same map, so a question's "NeurIPS" finds papers stored as "NIPS" and back.
 VENUE_ALIASES = {"neurips": "nips", "neur ips": "nips", "nips": "nips"}
+# Venues a question may name although the index holds none of their papers (so "which
+# CVPR papers ..." is told that there are none, instead of searching everything).
+KNOWN_VENUES = (
+    "iclr icml aistats uai corl colm colt acl emnlp naacl cvpr iccv eccv aaai ijcai kdd automl"
+).split()
 # Venue names that are also common words in questions: scope only next to a year.
 AMBIGUOUS_VENUES = frozenset({"automl", "colt"})
 # Status words as typed -> the catalog statuses they stand for ("accepted": every status
@@ -179,6 +184,7 @@ class Query:
     subject: str = ""  # what a definition asks about: 'explain X' -> 'X'
     corrections: dict[str, str] = field(default_factory=dict)  # typo -> the index's word
     aliases: dict[str, tuple[str, ...]] = field(default_factory=dict)  # 'DCT' -> spelled out
+    implied: tuple[str, ...] = ()  # acronyms of what the question spells out ('dct')
 
     def spellings(self, term: str) -> tuple[str, ...]:
         """A term and how the abstracts spell it out: 'DCT', 'discrete cosine transform'."""
@@ -189,8 +195,14 @@ class Query:
         """The text less its framing words, for BM25, with its acronyms spelled out:
         'what is BoGrape used for?' -> 'BoGrape'; 'which papers use DCT?' -> 'DCT discrete
         cosine transform'; the whole text when nothing else is left."""
+        unsaid = [t for t in self.named if not mentions(self.text, t)]  # 'DCT' for 'discrete ...'
         spelled = [long for forms in self.aliases.values() for long in forms]
-        return " ".join([keywords_of(self.text), *spelled])
+        return " ".join([keywords_of(self.text), *unsaid, *spelled])
+
+    @property
+    def named(self) -> tuple[str, ...]:
+        """The terms the question names, and the acronyms of what it spells out."""
+        return (*self.terms, *self.implied)
 
     @property
     def changes_topic(self) -> bool:
@@ -370,28 +382,10 @@ def read_scope(question: str, vocabulary: Vocabulary) -> tuple[Filters, tuple[st
 def _venue_names(vocabulary: Vocabulary) -> dict[str, str]:
     """Typed form (casefolded) -> the stored spelling to filter on."""
     stored = {venue_key(v): v for v in vocabulary.venues}
-    names = {key: name for key, name in stored.items()}
+    names = dict(stored)
     for alias, key in VENUE_ALIASES.items():
         names.setdefault(alias, stored.get(key, "NeurIPS" if key == "nips" else alias))
-    for known in (
-        "iclr",
-        "icml",
-        "aistats",
-        "uai",
-        "corl",
-        "colm",
-        "colt",
-        "acl",
-        "emnlp",
-        "naacl",
-        "cvpr",
-        "iccv",
-        "eccv",
-        "aaai",
-        "ijcai",
-        "kdd",
-        "automl",
-    ):
+    for known in KNOWN_VENUES:
         names.setdefault(known, stored.get(known, known.upper()))
     return names
 

@@ -463,6 +463,20 @@ class Retriever:
     def aliases(self, terms: Iterable[str]) -> dict[str, tuple[str, ...]]:
         """What the stored abstracts spell the terms out as: ('DCT',) -> {'DCT':
         ('discrete cosine transform',)}, the most frequent long forms first (at most 2)."""
+        table = self._acronyms()
+        return {t: table[t.casefold()] for t in terms if t.casefold() in table}
+
+    def abbreviations(self, text: str) -> tuple[str, ...]:
+        """The acronyms of the long forms a text spells out: 'which papers use the
+        discrete cosine transform?' -> ('dct',), as the stored abstracts abbreviate it."""
+        lowered = f" {' '.join(text.casefold().split())} "
+        return tuple(
+            acronym
+            for acronym, forms in self._acronyms().items()
+            if any(f" {form} " in lowered or f" {form}?" in lowered for form in forms)
+        )
+
+    def _acronyms(self) -> dict[str, tuple[str, ...]]:
         table = self._long_forms
         if table is None:
             with self._lock:
@@ -475,7 +489,7 @@ class Retriever:
                         a: tuple(f for f, _ in c.most_common(2)) for a, c in forms.items()
                     }
                 table = self._long_forms
-        return {t: table[t.casefold()] for t in terms if t.casefold() in table}
+        return table
 
     def _spelling_counts(self) -> Counter[str]:
         counts = self._spelling

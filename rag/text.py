@@ -62,9 +62,24 @@ def plain(text: str) -> str:
 
 
 def mentions(text: str, term: str) -> bool:
-    """Tell whether a text names a term, case and LaTeX glue aside ('F2SA-p' in
-    'F${}^2$SA-$p$')."""
-    return term.casefold() in plain(text).casefold()
+    """Tell whether a text names a term as a word, case, a plural and LaTeX glue aside:
+    'F2SA-p' in 'F${}^2$SA-$p$', 'LLM' in 'LLMs', 'DCT' in 'DCT-based'; 'DeMo' not in
+    'demonstrate'."""
+    return bool(_term_pattern(term).search(plain(text)))
+
+
+@lru_cache(maxsize=4096)
+def _term_pattern(term: str) -> re.Pattern[str]:
+    """A number may carry a unit ('32' in '32B'), an acronym sit in a longer one ('MDP'
+    in 'CMDPs', 'SGD' in 'SGDM'); any other term is a whole word ('DeMo' in 'demonstrate'
+    is not)."""
+    term = term.strip()
+    body = re.escape(term)
+    if re.fullmatch(r"\d+(?:\.\d+)?", term):
+        return re.compile(rf"(?<![\d.]){body}(?![\d])")
+    if re.fullmatch(r"[A-Z][A-Z0-9]+", term):
+        return re.compile(rf"(?<![a-z]){body}(?:s)?(?![a-z])")
+    return re.compile(rf"(?<![\w]){body}(?:e?s)?(?![\w])", re.I)
 
 
 def normalise_terms(text: str) -> str:

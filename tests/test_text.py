@@ -1,0 +1,73 @@
+"""Text helpers the question stage and the answerability evidence lean on."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rag.text import mentions, near_word, one_edit_apart, plain, spelled_out
+
+
+@pytest.mark.parametrize(
+    ("text", "term", "found"),
+    [
+        ("the F${}^2$SA-$p$ method", "F2SA-p", True),
+        ("LLMs are large", "LLM", True),
+        ("a DCT-based projection", "DCT", True),
+        ("we demonstrate that", "DeMo", False),  # a word, not a substring
+        ("about 90\\% efficacy", "90%", True),
+        ("Qwen3-8B and Qwen3-30B", "qwen3", True),
+        ("an exact penalty method", "exact penalty", True),
+        ("the best 32B baseline", "32", True),  # a number with its unit
+        ("online linear CMDPs", "MDP", True),  # an acronym inside a longer one
+        ("SGDM and DP-SGD", "SGD", True),
+        ("we study 132 cases", "32", False),
+    ],
+)
+def test_mentions_a_term_as_a_word(text: str, term: str, found: bool) -> None:
+    assert mentions(text, term) is found
+
+
+def test_plain_drops_latex_glue_only() -> None:
+    assert plain("F${}^2$SA-$p$ at 7.4\\% in $O(n)$") == "F2SA-p at 7.4% in O(n)"
+    assert plain("no maths here") == "no maths here"
+
+
+def test_spelled_out_acronyms() -> None:
+    text = (
+        "We use the discrete cosine transform (DCT) with large language models (LLMs) and "
+        "the alternating gradient descent-ascent (AltGDA) algorithm; a table (see A)."
+    )
+    assert spelled_out(text) == {
+        "DCT": "discrete cosine transform",
+        "LLM": "large language models",
+        "AltGDA": "alternating gradient descent-ascent",
+    }
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "near"),
+    [
+        ("unlearing", "unlearning", True),
+        ("speculatve", "speculative", True),
+        ("tranformer", "transformer", True),
+        ("reinforcment", "reinforcement", True),
+        ("unlearn", "unlearning", False),
+        ("abcdef", "abcxyz", False),
+    ],
+)
+def test_one_edit_apart(a: str, b: str, near: bool) -> None:
+    assert one_edit_apart(a, b) is near and one_edit_apart(b, a) is near
+
+
+@given(st.text(alphabet="abcdefg", min_size=1, max_size=12))
+def test_a_word_is_one_edit_from_itself_with_one_letter_dropped(word: str) -> None:
+    assert one_edit_apart(word, word)
+    assert one_edit_apart(word, word[1:]) and one_edit_apart(word[:-1], word)
+
+
+def test_only_a_word_english_lacks_may_be_a_typo() -> None:
+    assert near_word("unlearing", frozenset({"unlearning", "machine"})) == "unlearning"
+    assert near_word("splatting", frozenset({"splitting"})) is None  # a real word
+    assert near_word("llms", frozenset({"llm"})) is None  # too short to tell
