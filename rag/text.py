@@ -157,7 +157,8 @@ def near_word(word: str, words: Iterable[str]) -> str | None:
     return next((w for w in words if len(w) >= 5 and one_edit_apart(word, w)), None)
 
 
-_SPELLED = re.compile(r"((?:[A-Za-z][\w\-]*\s+){1,8})\(\s*([A-Z][A-Za-z0-9\-]{1,9})s?\s*\)")
+_PARENTHESISED = re.compile(r"\(\s*([A-Z][A-Za-z0-9\-]{1,9})\s*\)")
+_RUN_BEFORE = re.compile(r"(?:[A-Za-z][\w\-]*\s+){1,8}$")  # words, then the parenthesis
 
 
 def spelled_out(text: str) -> dict[str, str]:
@@ -165,16 +166,22 @@ def spelled_out(text: str) -> dict[str, str]:
     {'DCT': 'discrete cosine transform'}. The long form is the shortest run of words
     before the parenthesis whose initials (hyphenated parts too) spell the acronym."""
     found: dict[str, str] = {}
-    for match in _SPELLED.finditer(plain(text)):
-        words, acronym = match.group(1).split(), match.group(2)
+    if "(" not in text:
+        return found
+    text = plain(text)
+    for match in _PARENTHESISED.finditer(text):
+        acronym = match.group(1)
+        if acronym.endswith("s") and acronym[:-1].isupper():
+            acronym = acronym[:-1]  # '(LLMs)' -> 'LLM'
         letters = [c.lower() for c in acronym if c.isalpha() and c.isupper()]
-        if len(letters) < 2:
+        if len(letters) < 2 or acronym in found:
             continue
+        run_before = _RUN_BEFORE.search(text[max(0, match.start() - 120) : match.start()])
+        words = run_before.group().split() if run_before else []
         for start in range(len(words) - 1, -1, -1):
             run = words[start:]
             initials = [p[0].lower() for w in run for p in w.split("-") if p]
             if initials == letters or [w[0].lower() for w in run] == letters:
-                key = acronym[:-1] if acronym.endswith("s") and acronym[:-1].isupper() else acronym
-                found.setdefault(key, " ".join(run))
+                found[acronym] = " ".join(run)
                 break
     return found
