@@ -148,6 +148,8 @@ def _choose(query: Query, sentences: list[str], order: list[int], first: bool) -
     chosen = [order[0], *(j for j in _complement(query, sentences, order) if j != order[0])]
     if query.intent == "yes_no":
         return chosen  # the deciding sentence first
+    if query.wants:  # the sentence holding the figure (or the name) leads
+        return sorted(set(chosen), key=lambda j: (-evidence(query, sentences[j]), j))
     return sorted(set(chosen))
 
 

@@ -149,7 +149,7 @@ _ORDINAL_REF = re.compile(
 # A name: capitals or digits inside a word ('AltGDA', 'F2SA-p', 'KV', 'GPT-4', 'LLMs').
 NAME = re.compile(r"\b[A-Za-z]*(?:[A-Z][A-Za-z]*[A-Z0-9]|[a-z][A-Z]|\d[A-Za-z])[\w\-.]*")
 _QUOTED = re.compile(r"[\"“”']([^\"“”']{3,60})[\"“”']")
-_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?:%|x\b)?")
+_NUMBER = re.compile(r"(?<![\w.\-])\d+(?:\.\d+)?(?:%|x\b)?")  # not the 3 of 'EAGLE-3'
 _YEAR = r"(?:19[89]\d|20[0-4]\d)"
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 _KANA = re.compile(r"[\u3040-\u30ff]")

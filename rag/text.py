@@ -76,7 +76,7 @@ def _term_pattern(term: str) -> re.Pattern[str]:
     term = term.strip()
     body = re.escape(term)
     if re.fullmatch(r"\d+(?:\.\d+)?", term):
-        return re.compile(rf"(?<![\d.]){body}(?![\d])")
+        return re.compile(rf"(?<![\d.]){body}(?!\d|\.\d)")  # '3' is not in '3.4'
     if re.fullmatch(r"[A-Z][A-Z0-9]+", term):
         return re.compile(rf"(?<![a-z]){body}(?:s)?(?![a-z])")
     return re.compile(rf"(?<![\w]){body}(?:e?s)?(?![\w])", re.I)
