@@ -17,13 +17,14 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e ".[dev]"
+	$(PY) -m pip install -q -e ".[dev,bench]"
 	touch $(STAMP)
 
-lint: install  ## ruff (lint + format check) and mypy.
+lint: install  ## ruff (lint + format check), mypy and the import contracts (import-linter).
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 test: install lint  ## Lint, type-check and run the whole test suite.
 	$(PY) -m pytest -q -ra

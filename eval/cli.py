@@ -372,3 +372,61 @@ def _ingest_progress(bar: Any) -> Callable[[int, int], None]:
         bar.refresh()
 
     return progress
+
+
+@click.command("bench")
+@click.option("--corpus", "corpus", multiple=True, help="Files/folders (default: bundled).")
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Use only the first N papers (after dedupe, in file order).",
+)
+@click.option(
+    "--raw-sample",
+    type=click.IntRange(min=1),
+    default=2048,
+    show_default=True,
+    help="Texts embedded to measure the model alone (evenly spaced among those ingested).",
+)
+@click.option(
+    "--peer/--no-peer",
+    default=True,
+    show_default=True,
+    help="Also measure plain llama-index (VectorStoreIndex + Chroma) on the same papers.",
+)
+@click.option(
+    "--questions",
+    "questions_file",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="Question set for hit@5 (default: eval/questions/iclr2026.jsonl).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.pass_context
+def bench_cmd(
+    ctx: click.Context,
+    corpus: tuple[str, ...],
+    limit: int | None,
+    raw_sample: int,
+    peer: bool,
+    questions_file: str | None,
+    as_json: bool,
+) -> None:
+    """Measure ingest and query speed on a temporary index (and plain llama-index's)."""
+    from eval.bench import DEFAULT_QUESTIONS, default_corpus, format_table, run_bench
+    from rag.cli import friendly_errors
+
+    with friendly_errors():
+        result = run_bench(
+            list(corpus) or default_corpus(),
+            ctx.find_root().obj["settings"],
+            limit=limit,
+            raw_sample=raw_sample,
+            peer=peer,
+            questions_file=Path(questions_file) if questions_file else DEFAULT_QUESTIONS,
+        )
+    if as_json:
+        click.echo(json.dumps(result, indent=2))
+    else:
+        click.echo(format_table(result))

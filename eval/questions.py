@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.metrics import Scope
+from rag.errors import RagError
 from rag.ingest import read_papers
 from rag.load import expand_paths
 from rag.papers import FieldMap
@@ -48,7 +49,7 @@ _SCOPE_KEYS = ("venue", "year", "status")
 _LANGUAGE = re.compile(r"[a-z]{2}")
 
 
-class QuestionError(ValueError):
+class QuestionError(RagError, ValueError):
     """A question set that cannot be read; the message names the file and line(s)."""
 
 

@@ -38,7 +38,6 @@ from rag.retrieve import Filters
 from rag.types import Answer, Hit, IngestSummary
 
 RANKING_DEPTH = 10
-WARM_UP = "A warm-up sentence: the first call to a model also pays for its set-up."
 Step = Callable[[int], None]  # called with 1 after each question
 
 
@@ -196,8 +195,8 @@ def open_index(
 
 def gold_of(assistant: Assistant, questions: Sequence[Question]) -> ResolvedGold:
     """Resolve the questions' gold snippets against the papers in the assistant's index."""
-    papers = assistant.retriever.catalog.papers
-    return resolve_gold(questions, {pid: sp.paper.abstract for pid, sp in papers.items()})
+    papers = assistant.papers()
+    return resolve_gold(questions, {pid: paper.abstract for pid, paper in papers.items()})
 
 
 def answer_all(
@@ -214,7 +213,7 @@ def answer_all(
     every other question starts a fresh conversation.
     """
     depth = max(RANKING_DEPTH, variant.top_k or assistant.settings.top_k)
-    assistant.embedder.embed([WARM_UP])  # load lazily initialised weights before timing
+    assistant.warm_up()  # load lazily initialised weights before timing
     results: list[Result] = []
     history: dict[str, list[Turn]] = {}  # question id -> the turns up to and including it
     for q in questions:
@@ -266,12 +265,12 @@ def _filter_dict(filters: Filters | None) -> dict[str, Any]:
 
 def _statuses(assistant: Assistant, answer: Answer) -> dict[str, str | None]:
     """Each cited paper's status as the index knows it (sources carry venue and year only)."""
-    papers = assistant.retriever.catalog.papers
+    papers = assistant.papers()
     found: dict[str, str | None] = {}
     for source in answer.sources:
         if source.cited:
             stored = papers.get(source.paper_id)
-            found[source.paper_id] = stored.paper.status if stored is not None else None
+            found[source.paper_id] = stored.status if stored is not None else None
     return found
 
 

@@ -26,7 +26,7 @@ from rag.embed import Embedder
 from rag.llm import ChatClient, LLMError, OnReset, OnToken
 from rag.question import Query
 from rag.text import overlap, split_sentences
-from rag.types import Answer, Hit, Source
+from rag.types import Answer, Hit, Notice, Source
 
 Coverage = Callable[[str, str], float]
 Lexical = Callable[[str], float]
@@ -63,7 +63,10 @@ def abstention(question: str, sources: list[Source], mode: str, why: str = "") -
     """The plain 'not found' answer, listing the closest papers."""
     closest = "\n".join(f"- {s.title} ({s.source})" for s in sources[:3])
     text = NOT_FOUND + (f"\n\nClosest papers:\n{closest}" if closest else "")
-    return Answer(question, text, True, [], sources, mode, [f"abstained: {why}"] if why else [])
+    notices = [Notice("abstained", f"abstained: {why}")] if why else []
+    return Answer(
+        question, text, abstained=True, citations=[], sources=sources, mode=mode, notices=notices
+    )
 
 
 class Answerer:
@@ -113,7 +116,9 @@ class Answerer:
         else:
             answer = self.extractive(query, hits)
             if mode == "llm":
-                answer.notices.append("no LLM endpoint configured; answered extractively")
+                answer.notices.append(
+                    Notice("no_endpoint", "no LLM endpoint configured; answered extractively")
+                )
         answer.confidence = decision.confidence
         answer.evidence = {
             **{k: round(v, 4) for k, v in evidence.features.items()},
@@ -166,7 +171,14 @@ class Answerer:
             source.highlights = sentences
         text = extractive.compose(picked)
         cited = [s.n for s, _ in picked]
-        return Answer(query.question, text, False, cited, sources, "extractive")
+        return Answer(
+            query.question,
+            text,
+            abstained=False,
+            citations=cited,
+            sources=sources,
+            mode="extractive",
+        )
 
     def _sentence_vectors(self, sentences: list[str]) -> np.ndarray:
         """Embed sentences, reusing vectors of sentences seen before (same abstracts recur)."""
@@ -199,7 +211,10 @@ class Answerer:
             fallback = self.extractive(query, hits)
             fallback.notices = [
                 *notices,
-                f"LLM endpoint failed: {exc}; showing the offline extractive answer instead",
+                Notice(
+                    "llm_failed",
+                    f"LLM endpoint failed: {exc}; showing the offline extractive answer instead",
+                ),
             ]
             return fallback
         llm_ms = round((time.perf_counter() - t0) * 1000, 1)
@@ -209,27 +224,41 @@ class Answerer:
             return answer
         checked = check(reply.text, {s.n: s.text for s in shown})
         if checked.invalid:
+            removed = ", ".join(f"[{n}]" for n in checked.invalid)
             notices.append(
-                "removed citations to sources that do not exist: "
-                + ", ".join(f"[{n}]" for n in checked.invalid)
+                Notice(
+                    "citations_removed",
+                    f"removed citations to sources that do not exist: {removed}",
+                )
             )
         if checked.unsupported:
             notices.append(
-                f"{len(checked.unsupported)} sentence(s) lack support in the sources "
-                "they cite; they are listed as flagged"
+                Notice(
+                    "unsupported",
+                    f"{len(checked.unsupported)} sentence(s) lack support in the sources "
+                    "they cite; they are listed as flagged",
+                )
             )
         for source in shown:
             source.cited = source.n in checked.citations
-        answer = Answer(question, checked.text, False, checked.citations, shown, "llm", notices)
+        answer = Answer(
+            question,
+            checked.text,
+            abstained=False,
+            citations=checked.citations,
+            sources=shown,
+            mode="llm",
+            notices=notices,
+        )
         answer.flagged = checked.unsupported
         answer.timings_ms["llm"] = llm_ms
         if not checked.citations:
-            answer.notices.append("the model cited no source")
+            answer.notices.append(Notice("no_citation", "the model cited no source"))
         return answer
 
     def build_messages(
         self, question: str, sources: list[Source]
-    ) -> tuple[list[dict[str, str]], list[Source], list[str]]:
+    ) -> tuple[list[dict[str, str]], list[Source], list[Notice]]:
         """Fit as many sources as the context window allows, counted with tiktoken."""
         s = self.settings
         budget = s.context_window - s.max_answer_tokens - 64  # 64: chat-format overhead
@@ -252,8 +281,11 @@ class Answerer:
         notices = []
         if len(shown) < len(sources):
             notices.append(
-                f"{len(sources) - len(shown)} source(s) left out to fit the "
-                f"{s.context_window}-token context window"
+                Notice(
+                    "context_trimmed",
+                    f"{len(sources) - len(shown)} source(s) left out to fit the "
+                    f"{s.context_window}-token context window",
+                )
             )
         user = prompts.USER.format(sources="\n\n".join(blocks), question=question)
         messages = [

@@ -27,15 +27,16 @@ from rag.llm import ChatClient, LLMError, OnReset, OnToken
 from rag.papers import FieldMap
 from rag.question import Query, distinctive_terms, read
 from rag.retrieve import Retriever
-from rag.types import Answer, Filters, Hit, IngestSummary, Source
+from rag.types import Answer, Filters, Hit, IngestSummary, Notice, Paper, Source
 
 
 class Assistant:
     """Everything needed to answer questions over one index."""
 
     def __init__(self, settings: Settings, embedder: Embedder | None = None) -> None:
-        if embedder is None:  # an existing index is opened the way it was built
-            settings = adopt_layout(settings)
+        # An existing index is opened the way it was built; a given embedder that does not
+        # fit that layout is refused by the store ("built with X, not Y"), never mixed in.
+        settings = adopt_layout(settings)
         self.settings = settings
         self.embedder = embedder or make_embedder(settings)
         self.store = Store(settings, self.embedder.name)
@@ -68,7 +69,7 @@ class Assistant:
 
     def ensure_default_corpus(self, progress: Progress | None = None) -> IngestSummary | None:
         """Build the index of the bundled ICLR 2026 abstracts if the index is empty."""
-        if self.store.count():
+        if self.count():
             return None
         return self.ingest([BUNDLED_CORPUS], progress=progress)
 
@@ -189,10 +190,10 @@ class Assistant:
         }
         if read_q.corrections:
             fixed = ", ".join(f"'{a}' as '{b}'" for a, b in read_q.corrections.items())
-            answer.notices.insert(0, f"searched {fixed}")
+            answer.notices.insert(0, Notice("corrected", f"searched {fixed}"))
         if applied.active:
             how = " (read from the question)" if read_q.read_scope.active else ""
-            answer.notices.insert(0, f"scope: {applied.describe()}{how}")
+            answer.notices.insert(0, Notice("scope", f"scope: {applied.describe()}{how}"))
         answer.query = searched
         answer.applied_filters = applied.to_dict()
         answer.intent = read_q.intent
@@ -202,6 +203,28 @@ class Assistant:
     def conversation(self) -> Conversation:
         """Start a conversation (one per user or browser session)."""
         return Conversation(self)
+
+    def count(self) -> int:
+        """Chunks the index holds (0: empty)."""
+        return self.store.count()
+
+    @property
+    def has_endpoint(self) -> bool:
+        """Tell whether an LLM endpoint is configured."""
+        return self.client is not None
+
+    def papers(self) -> dict[str, Paper]:
+        """Every stored paper by id."""
+        return {pid: sp.paper for pid, sp in self.retriever.catalog.papers.items()}
+
+    def embedded_texts(self) -> tuple[list[str], list[str]]:
+        """The chunk ids and the texts embedded for them (title + chunk), in index order."""
+        catalog = self.retriever.catalog
+        return catalog.ids, catalog.texts
+
+    def warm_up(self) -> None:
+        """Load the embedding model's weights now (the first call pays for its set-up)."""
+        self.embedder.embed(["A warm-up sentence."])
 
     def stats(self) -> dict[str, Any]:
         """Index statistics for the UI and `rag stats`."""
@@ -247,7 +270,7 @@ class Conversation:
 
     def ask(self, question: str, **options: Any) -> Answer:
         """Answer a question, treating it as a follow-up when it refers back to a turn."""
-        notices: list[str] = []
+        notices: list[Notice] = []
         query, condensed = self._standalone(question, options.get("mode"), notices)
         follow_up = query is not None
         if follow_up:  # the previous turn's scope holds unless the follow-up names one
@@ -262,14 +285,14 @@ class Conversation:
         return answer
 
     def standalone_query(
-        self, question: str, mode: str | None = None, notices: list[str] | None = None
+        self, question: str, mode: str | None = None, notices: list[Notice] | None = None
     ) -> str | None:
         """The query to search for `question` given the conversation so far; None when
         it does not refer back (it is then read and searched as it stands)."""
         return self._standalone(question, mode, notices)[0]
 
     def _standalone(
-        self, question: str, mode: str | None, notices: list[str] | None
+        self, question: str, mode: str | None, notices: list[Notice] | None
     ) -> tuple[str | None, bool]:
         """(standalone query or None, whether the LLM wrote it)."""
         if not self.turns:
@@ -288,8 +311,11 @@ class Conversation:
             except LLMError as exc:
                 if notices is not None:
                     notices.append(
-                        f"could not condense the follow-up ({exc}); "
-                        "searched it together with the previous question"
+                        Notice(
+                            "condense_failed",
+                            f"could not condense the follow-up ({exc}); "
+                            "searched it together with the previous question",
+                        )
                     )
         referred = _referred_source(last, read_q.ordinal)
         if referred is not None:

@@ -28,14 +28,11 @@ class UserError(click.ClickException):
 @contextmanager
 def friendly_errors() -> Iterator[None]:
     """Turn the library's expected errors into one-line messages."""
-    from rag.embed import EmbeddingError
-    from rag.index import StoreError
-    from rag.ingest import IngestLocked
-    from rag.load import InputError
+    from rag.errors import RagError
 
     try:
         yield
-    except (StoreError, IngestLocked, InputError, EmbeddingError, ValueError) as exc:
+    except (RagError, ValueError) as exc:
         raise UserError(str(exc)) from None
 
 
@@ -352,7 +349,7 @@ def chat_cmd(ctx: click.Context, mode: str | None) -> None:
             conversation.clear()
             continue
         if question:
-            stream = _echo_token if assistant.client and mode != "extractive" else None
+            stream = _echo_token if assistant.has_endpoint and mode != "extractive" else None
             answer = conversation.ask(
                 question, mode=mode, on_token=stream, on_reset=_echo_reset if stream else None
             )
@@ -373,105 +370,18 @@ def stats_cmd(ctx: click.Context, as_json: bool) -> None:
             click.echo(f"{key}: {value}")
 
 
-@main.command("bench")
-@click.option("--corpus", "corpus", multiple=True, help="Files/folders (default: bundled).")
-@click.option(
-    "--limit",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Use only the first N papers (after dedupe, in file order).",
-)
-@click.option(
-    "--raw-sample",
-    type=click.IntRange(min=1),
-    default=2048,
-    show_default=True,
-    help="Texts embedded to measure the model alone (evenly spaced among those ingested).",
-)
-@click.option(
-    "--peer/--no-peer",
-    default=True,
-    show_default=True,
-    help="Also measure plain llama-index (VectorStoreIndex + Chroma) on the same papers.",
-)
-@click.option(
-    "--questions",
-    "questions_file",
-    type=click.Path(exists=True, dir_okay=False),
-    default=None,
-    help="Question set for hit@5 (default: eval/questions/iclr2026.jsonl).",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-@click.pass_context
-def bench_cmd(
-    ctx: click.Context,
-    corpus: tuple[str, ...],
-    limit: int | None,
-    raw_sample: int,
-    peer: bool,
-    questions_file: str | None,
-    as_json: bool,
-) -> None:
-    """Measure ingest and query speed on a temporary index (and plain llama-index's)."""
-    from pathlib import Path
+def _register_plugins() -> None:
+    """Add the commands other packages register under the `rag.commands` entry points
+    (`rag eval`, `rag bench` from eval/, `rag app` from ui/): the core never imports
+    them, and works without them."""
+    from importlib.metadata import entry_points
 
-    from rag.bench import DEFAULT_QUESTIONS, default_corpus, format_table, run_bench
-
-    with friendly_errors():
-        result = run_bench(
-            list(corpus) or default_corpus(),
-            _settings(ctx),
-            limit=limit,
-            raw_sample=raw_sample,
-            peer=peer,
-            questions_file=Path(questions_file) if questions_file else DEFAULT_QUESTIONS,
-        )
-    if as_json:
-        click.echo(json.dumps(result, indent=2))
-    else:
-        click.echo(format_table(result))
+    for entry in entry_points(group="rag.commands"):
+        try:
+            command = entry.load()
+        except ModuleNotFoundError:  # that package is not installed: skip its command
+            continue
+        main.add_command(command, entry.name)
 
 
-@main.command("app")
-@click.option("--port", type=int, default=8501, show_default=True)
-@click.option("--host", default="127.0.0.1", show_default=True)
-def app_cmd(port: int, host: str) -> None:
-    """Open the Streamlit chat app (builds the bundled index on first start)."""
-    import subprocess
-    from pathlib import Path
-
-    import ui
-
-    folder = Path(ui.__file__).parent if ui.__file__ else Path(__file__).parents[1] / "ui"
-    app = folder / "app.py"
-    command = [
-        sys.executable,
-        "-m",
-        "streamlit",
-        "run",
-        str(app),
-        "--server.port",
-        str(port),
-        "--server.address",
-        host,
-        "--browser.gatherUsageStats",
-        "false",
-    ]
-    raise SystemExit(subprocess.call(command))
-
-
-def _register_eval() -> None:
-    """Add `rag eval` from the eval package (kept beside rag/, with its question sets)."""
-    try:
-        from eval.cli import eval_group
-    except ModuleNotFoundError as exc:  # eval not installed: the core CLI still works
-        if exc.name in ("eval", "eval.cli"):
-            return
-        raise
-    main.add_command(eval_group, "eval")
-
-
-_register_eval()
-
-if __name__ == "__main__":
-    main()
+_register_plugins()

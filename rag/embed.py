@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from rag.config import Settings
+from rag.errors import RagError
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -35,7 +36,7 @@ def _truncation_tag(max_tokens: int) -> str:
     return "" if max_tokens == MAX_TOKENS else f"@{max_tokens}"
 
 
-class EmbeddingError(RuntimeError):
+class EmbeddingError(RagError, RuntimeError):
     """The embedding model or endpoint failed; the message says which and why."""
 
 

@@ -24,6 +24,7 @@ import numpy as np
 from rag.chunk import stitch
 from rag.config import Settings
 from rag.embed import MAX_TOKENS
+from rag.errors import RagError
 from rag.types import Chunk, Paper
 
 PAGE = 5000  # rows per `get` page when loading the catalog
@@ -34,7 +35,7 @@ TEXT_KEY = "text"
 STAMP_KEY = "rag_stamp"  # collection metadata: changes with every write (see rag/snapshot.py)
 
 
-class StoreError(RuntimeError):
+class StoreError(RagError, RuntimeError):
     """The index cannot be opened or written; the message names the path or URL."""
 
 

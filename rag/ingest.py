@@ -29,6 +29,7 @@ from rag import snapshot as snapshots
 from rag.chunk import Chunker
 from rag.config import Settings
 from rag.embed import Embedder
+from rag.errors import RagError
 from rag.index import Catalog, Store, embedded_text
 from rag.load import expand_paths, read_records
 from rag.papers import FieldMap, dedupe, paper_from_record
@@ -38,7 +39,7 @@ Progress = Callable[[int, int], None]  # (chunks embedded so far, chunks to embe
 BATCH_CHUNKS = 256  # chunks per embed+upsert round: ~100 KB of text, ~1 s on 2 cores
 
 
-class IngestLocked(RuntimeError):
+class IngestLocked(RagError, RuntimeError):
     """Another ingest holds the index lock."""
 
 

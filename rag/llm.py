@@ -22,12 +22,13 @@ import httpx
 import openai
 
 from rag.config import Settings
+from rag.errors import RagError
 
 OnToken = Callable[[str], None]
 OnReset = Callable[[], None]  # tokens streamed so far are void (a retry or a fallback follows)
 
 
-class LLMError(RuntimeError):
+class LLMError(RagError, RuntimeError):
     """The endpoint did not produce an answer; `retryable` says if trying again could help."""
 
     def __init__(

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rag.errors import RagError
 from rag.types import Skip
 
 LIST_SUFFIXES = {".txt", ".list", ".md"}
@@ -51,7 +52,7 @@ class Record:
     year: int | None = None
 
 
-class InputError(Exception):
+class InputError(RagError):
     """A path that cannot be ingested at all (missing, unsupported)."""
 
 

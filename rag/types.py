@@ -10,7 +10,7 @@ import hashlib
 import re
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 _SPACE = re.compile(r"\s+")
 
@@ -23,6 +23,44 @@ def normalise_text(text: str) -> str:
 def content_hash(text: str) -> str:
     """Return a short stable hash of the normalised text ('We study X.' -> '3f1a...')."""
     return hashlib.sha1(normalise_text(text).encode("utf-8")).hexdigest()[:16]
+
+
+class Notice(str):
+    """A notice on an answer: its text (what `--json` prints, a plain string), with a
+    stable `code` and `level` that the app and scripts key on instead of the wording.
+
+    Notice("scope", "scope: ICLR 2026", "info") == "scope: ICLR 2026", .code == "scope".
+    """
+
+    CODES: ClassVar[dict[str, str]] = {
+        "abstained": "warning",  # the answer abstained, and why
+        "scope": "info",  # the scope the search was limited to
+        "corrected": "info",  # a typo searched as the index spells it
+        "no_endpoint": "info",  # llm asked for, none configured: answered extractively
+        "llm_failed": "warning",  # the endpoint failed: the extractive answer instead
+        "context_trimmed": "info",  # sources left out to fit the context window
+        "citations_removed": "warning",  # the model cited sources that do not exist
+        "unsupported": "warning",  # sentences whose cited sources do not support them
+        "no_citation": "warning",  # the model cited nothing
+        "condense_failed": "warning",  # a follow-up could not be rewritten by the LLM
+    }
+
+    code: str
+    level: str
+
+    def __new__(cls, code: str, text: str, level: str | None = None) -> Notice:
+        if code not in cls.CODES:
+            raise ValueError(f"unknown notice code {code!r}")
+        notice = super().__new__(cls, text)
+        notice.code, notice.level = code, level or cls.CODES[code]
+        return notice
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Notice, (self.code, str(self), self.level))
+
+    def to_dict(self) -> dict[str, str]:
+        """{"code": ..., "text": ..., "level": ...}"""
+        return {"code": self.code, "text": str(self), "level": self.level}
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,7 +218,7 @@ class Answer:
     citations: list[int]
     sources: list[Source]
     mode: str  # "llm" | "extractive"
-    notices: list[str] = field(default_factory=list)
+    notices: list[Notice] = field(default_factory=list)
     timings_ms: dict[str, float] = field(default_factory=dict)
     query: str = ""  # the standalone query actually retrieved (differs for follow-ups)
     flagged: list[str] = field(default_factory=list)  # answer sentences the checker doubts
@@ -194,8 +232,12 @@ class Answer:
     evidence: dict[str, float] = field(default_factory=dict)  # what `confidence` is made of
 
     def to_dict(self) -> dict[str, Any]:
-        """Return the JSON-ready form (the `--json` contract)."""
-        return asdict(self)
+        """Return the JSON-ready form (the `--json` contract): `notices` as strings, and
+        `notice_codes` beside them."""
+        data = asdict(self)
+        data["notices"] = [str(n) for n in self.notices]
+        data["notice_codes"] = [getattr(n, "code", "") for n in self.notices]
+        return data
 
 
 @dataclass(slots=True)

@@ -184,3 +184,11 @@ def test_citation_groups_and_sentences() -> None:
         "It works.",
         "Done!",
     ]
+
+
+def test_notices_are_strings_in_json_with_codes_beside_them(seeded: Assistant) -> None:
+    answer = seeded.ask("which NeurIPS papers use DCT?")
+    data = json.loads(json.dumps(answer_json(answer)))
+    assert all(isinstance(n, str) for n in data["notices"])
+    assert data["notice_codes"] == ["scope", "abstained"]
+    assert [n.level for n in answer.notices] == ["info", "warning"]

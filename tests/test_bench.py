@@ -7,16 +7,18 @@ import json
 
 from click.testing import CliRunner
 
-from rag.bench import TARGETS, distinct, even_sample, format_table, hit_rate, percentile
+from eval.bench import TARGETS, distinct, even_sample, format_table, hit_rate, percentile
 from rag.cli import main
 from rag.config import BUNDLED_CORPUS
 
 from .conftest import FIXTURES
 
 
-def test_percentile_nearest_rank() -> None:
-    assert percentile([1, 2, 3, 4], 50) == 2
-    assert percentile([5, 1, 3], 95) == 5
+def test_percentile_is_the_one_eval_reports() -> None:
+    from eval.metrics import percentile as eval_percentile
+
+    assert percentile([1, 2, 3, 4], 50) == 2.5 == eval_percentile([1, 2, 3, 4], 50)
+    assert percentile([5, 1, 3], 95) == 4.8
     assert percentile([7], 50) == 7
 
 

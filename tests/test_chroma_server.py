@@ -105,7 +105,7 @@ def test_two_processes_query_one_server_concurrently(
 ) -> None:
     import json
 
-    from rag.bench import QUESTIONS
+    from eval.bench import QUESTIONS
 
     settings = settings_factory(chroma_url=chroma_url, collection="server-test")
     reader = Assistant(settings, embedder)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
+from eval.bench import QUESTIONS, percentile
 from rag.assistant import Assistant
-from rag.bench import QUESTIONS, percentile
 
 
 def test_sixteen_concurrent_questions_match_their_sequential_answers(seeded: Assistant) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from rag.assistant import Assistant
-from rag.types import Answer, Source
+from rag.types import Answer, Notice, Source
 from ui import render
 from ui.stream import Done, Failed, Token, ask_events
 from ui.upload import UPLOAD_TYPES, ingest_upload, safe_name
@@ -90,7 +90,10 @@ def test_export_holds_questions_answers_and_references() -> None:
     site = "https://openreview.net/forum?id=abc"
     cited = _source(1, title="Group Tree Optimization", title_is_derived=False, site=site)
     answer = _answer(
-        "GTO is faster [1].", [cited, _source(2)], [1], notices=["LLM endpoint failed"]
+        "GTO is faster [1].",
+        [cited, _source(2)],
+        [1],
+        notices=[Notice("llm_failed", "LLM endpoint failed")],
     )
     abstained = Answer("bread?", "The answer is not found.", True, [], [_source(1)], "extractive")
     doc = render.conversation_markdown([("Who is fast?", answer), ("bread?", abstained)], "Chat")
@@ -154,11 +157,20 @@ def test_scope_chips_label_each_filter_and_say_where_it_came_from() -> None:
 
 
 def test_scope_notice_gives_way_to_the_chips_other_notices_stay() -> None:
-    notices = ["scope: NeurIPS (read from the question)", "abstained: no NeurIPS papers"]
+    scope = Notice("scope", "scope: NeurIPS (read from the question)")
+    notices = [scope, Notice("abstained", "abstained: no NeurIPS papers")]
     scoped = _answer("", [], [], notices=notices, applied_filters={"venue": "NeurIPS"})
     assert render.page_notices(scoped) == ["abstained: no NeurIPS papers"]
-    unscoped = _answer("", [], [], notices=["scope: x"])
+    unscoped = _answer("", [], [], notices=[Notice("scope", "scope: x")])
     assert render.page_notices(unscoped) == ["scope: x"]  # no chips, so the notice stays
+    # the app keys on the code, not the wording
+    reworded = Notice("scope", "searched inside NeurIPS")
+    assert (
+        render.page_notices(
+            _answer("", [], [], notices=[reworded], applied_filters={"venue": "NeurIPS"})
+        )
+        == []
+    )
 
 
 def test_answer_details_show_confidence_and_a_language_other_than_english() -> None:

@@ -88,7 +88,7 @@ def open_index() -> tuple[Assistant, str]:
     try:
         with st.spinner("Loading the embedding model and the index…"):
             assistant = resources.load_assistant(key, settings)
-        if not assistant.store.count():
+        if not assistant.count():
             bar = st.progress(0.0, text="Indexing the bundled ICLR 2026 abstracts…")
 
             def progress(done: int, total: int) -> None:

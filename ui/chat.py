@@ -18,18 +18,13 @@ from typing import Any
 
 import streamlit as st
 
+from rag import errors
 from rag.assistant import Conversation
-from rag.embed import EmbeddingError
-from rag.index import StoreError
-from rag.ingest import IngestLocked
-from rag.llm import LLMError
-from rag.load import InputError
 from rag.types import Answer
 from ui import render
 from ui.stream import Done, Failed, Token, ask_events
 
-EXPECTED = (StoreError, IngestLocked, InputError, EmbeddingError, LLMError, ValueError, OSError)
-BENIGN_NOTICES = ("no LLM endpoint configured",)
+EXPECTED = errors.EXPECTED
 FAILURE_HINT = "Try again, or switch to offline extractive answers in the sidebar."
 SCOPES = "scopes"  # session state: id(answer) -> (answer, Scope)
 REASK = "reask"  # session state: the Reask a chip's remove button asked for
@@ -108,7 +103,7 @@ def show_notices(answer: Answer) -> None:
     """Library notices (a fallback or a doubtful citation is a warning), and doubted sentences."""
     for notice in render.page_notices(answer):
         text = render.escape_markdown(notice)
-        if notice.startswith(BENIGN_NOTICES) or "left out to fit" in notice:
+        if getattr(notice, "level", "warning") == "info":
             st.info(text, icon=":material/info:")
         else:
             st.warning(text, icon=":material/warning:")

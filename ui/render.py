@@ -230,7 +230,6 @@ ORIGIN_HELP = {
     "context": "Carried over from the previous question: ask afresh to drop it.",
 }
 SCOPE_LABEL = '<span class="rag-scope-label">Searched within</span>'
-SCOPE_NOTICE = "scope: "  # the library's notice the chips stand in for
 LANGUAGES = {
     "zh": "Chinese",
     "ja": "Japanese",
@@ -297,7 +296,7 @@ def page_notices(answer: Answer) -> list[str]:
     """The notices the page shows: the 'scope: ...' line goes, the chips say it."""
     if not answer.applied_filters:
         return list(answer.notices)
-    return [n for n in answer.notices if not n.startswith(SCOPE_NOTICE)]
+    return [n for n in answer.notices if getattr(n, "code", "") != "scope"]
 
 
 def language_name(code: str) -> str:

@@ -69,7 +69,7 @@ def build_lock(key: str) -> threading.Lock:
 
 def ensure_corpus(assistant: Assistant, key: str, progress: Progress) -> IngestSummary | None:
     """Build the bundled ICLR 2026 index if the index is empty (once, whoever asks first)."""
-    if assistant.store.count():
+    if assistant.count():
         return None
     with build_lock(key):
         return assistant.ensure_default_corpus(progress)

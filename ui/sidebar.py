@@ -46,7 +46,7 @@ def answer_options(assistant: Assistant, key: str, stats: dict[str, Any]) -> Opt
     )
     ok, detail = endpoint_health(key, assistant)
     detail = render.escape_markdown(detail)
-    if assistant.client is None:
+    if not assistant.has_endpoint:
         st.caption(
             ":gray[:material/cloud_off:] No endpoint configured (set `OPENAI_BASE_URL`): "
             "answers are extractive."

@@ -17,11 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rag import errors
 from rag.assistant import Assistant
-from rag.embed import EmbeddingError
-from rag.index import StoreError
-from rag.ingest import IngestLocked
-from rag.load import SUPPORTED, InputError
+from rag.load import SUPPORTED
 from rag.types import IngestSummary, Skip
 
 UPLOAD_TYPES = sorted(s.lstrip(".") for s in SUPPORTED)  # for st.file_uploader(type=...)
@@ -66,7 +64,7 @@ def ingest_upload(
         path = folder / filename
         path.write_bytes(data)
         summary = assistant.ingest([path], progress=progress)
-    except (InputError, IngestLocked, StoreError, EmbeddingError, ValueError, OSError) as exc:
+    except errors.EXPECTED as exc:
         shutil.rmtree(folder, ignore_errors=True)
         return UploadResult(name, False, f"{name}: {exc}")
     result = summarise(name, summary)

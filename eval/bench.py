@@ -51,6 +51,8 @@ from typing import Any
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from pydantic import PrivateAttr
 
+from eval import metrics
+from eval.questions import load_questions, resolve_gold
 from rag.assistant import Assistant
 from rag.config import BUNDLED_CORPUS, Settings
 from rag.embed import Embedder, clear_query_cache, make_embedder
@@ -120,10 +122,9 @@ def against_targets(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def percentile(values: list[float], q: float) -> float:
-    """Nearest-rank percentile: percentile([1, 2, 3, 4], 50) -> 2."""
-    ordered = sorted(values)
-    rank = max(1, round(q / 100 * len(ordered) + 0.5 - 1e-9))
-    return round(ordered[min(rank, len(ordered)) - 1], 2)
+    """The p-th percentile as `rag eval` reports it (eval.metrics.percentile), to 0.01."""
+    value = metrics.percentile(values, q)
+    return round(value, 2) if value is not None else 0.0
 
 
 def even_sample(items: Sequence[str], k: int) -> list[str]:
@@ -183,8 +184,6 @@ def gold_questions(questions_file: Path | None, abstracts: dict[str, str]) -> li
     """Lookup/factual questions whose gold resolves to papers of this corpus."""
     if questions_file is None:
         return []
-    from eval.questions import load_questions, resolve_gold
-
     questions = [q for q in load_questions(questions_file) if q.kind in HIT_KINDS and q.gold]
     resolved = resolve_gold(questions, abstracts).ids
     return [(q.question, ids) for q in questions if (ids := resolved.get(q.id))]
@@ -234,8 +233,9 @@ def run_bench(
         start = time.perf_counter()
         assistant.ingest(paths)
         reingest_s = time.perf_counter() - start
-        catalog = assistant.retriever.catalog
-        embedded = _embedded_texts(catalog.ids, catalog.texts, settings.embed_unit == "paper")
+        ids, texts = assistant.embedded_texts()
+        embedded = _embedded_texts(ids, texts, settings.embed_unit == "paper")
+        stored = assistant.papers()
         sample = even_sample(embedded, raw_sample)
         raw = raw_embed_rate(embedder, sample)
         retrieval, answers = [], []
@@ -246,7 +246,7 @@ def run_bench(
             retrieval.append(answer.timings_ms["retrieve"])
             answers.append(answer.timings_ms["total"])
         scored = gold_questions(
-            questions_file, {pid: sp.paper.abstract for pid, sp in catalog.papers.items()}
+            questions_file, {pid: paper.abstract for pid, paper in stored.items()}
         )
         ours_ranked = [
             [h.paper.paper_id for h in assistant.search(q, top_k=HIT_K)] for q, _ in scored
@@ -276,7 +276,7 @@ def run_bench(
             "hit_at_5": hit_rate(ours_ranked, scored),
         }
         if peer:
-            papers = [sp.paper for sp in catalog.papers.values()]  # exactly what ours stored
+            papers = list(stored.values())  # exactly what ours stored
             peer_result = run_peer(
                 papers, embedder, settings, Path(folder) / "peer", questions, scored
             )
