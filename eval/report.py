@@ -30,7 +30,7 @@ from eval.metrics import (
 )
 
 if TYPE_CHECKING:  # run.py writes reports, so report.py may not import it at run time
-    from eval.run import Result
+    from eval.result import Result
 
 SUMMARY_ROWS = (*SCORE_METRICS, *GROUP_METRICS, *JUDGE_METRICS)
 BAR_METRICS = (

@@ -21,14 +21,15 @@ import json
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from eval.judge import Judge
-from eval.metrics import CitedSource, Outcome, question_scores, summarise
+from eval.metrics import summarise
 from eval.questions import Question, ResolvedGold, resolve_gold
 from eval.report import write_report
+from eval.result import Result
 from rag.assistant import Assistant, Turn
 from rag.cli import answer_json
 from rag.config import BUNDLED_CORPUS, Settings
@@ -61,87 +62,6 @@ class Variant:
             "mode": self.mode or settings.answer_mode,
             "retriever": self.retriever or settings.retriever,
             "top_k": self.top_k or settings.top_k,
-        }
-
-
-@dataclass(slots=True)
-class Result:
-    """One question, its answer (the `rag ask --json` object) and the deeper ranking."""
-
-    question: Question
-    answer: dict[str, Any]
-    ranking: list[dict[str, Any]]
-    gold: frozenset[str] | None
-    judge: dict[str, Any] = field(default_factory=dict)
-    statuses: dict[str, str | None] = field(default_factory=dict)  # cited paper id -> status
-    ranking_filters: dict[str, Any] = field(default_factory=dict)  # what the ranking applied
-
-    def outcome(self) -> Outcome:
-        """What the metrics read."""
-        q = self.question
-        return Outcome(
-            kind=q.kind,
-            answerable=q.answerable,
-            gold=self.gold,
-            ranked=tuple(h["paper_id"] for h in self.ranking),
-            cited=frozenset(s["paper_id"] for s in self.answer["sources"] if s["cited"]),
-            abstained=self.answer["abstained"],
-            answer=self.answer["answer"],
-            answer_contains=q.answer_contains,
-            timings_ms=self.answer["timings_ms"],
-            judge={k: self.judge.get(k) for k in ("faithfulness", "answer_relevance")},
-            group=q.group_name,
-            language=q.language,
-            scope=q.scope,
-            cited_sources=self.cited_sources(),
-            confidence=self.answer.get("confidence"),
-            top_similarity=self.top_similarity,
-        )
-
-    def cited_sources(self) -> tuple[CitedSource, ...]:
-        """The cited sources' venue and year (from the answer) and status (from the index)."""
-        return tuple(
-            CitedSource(
-                s["paper_id"],
-                s.get("venue"),
-                s.get("year"),
-                s.get("status") or self.statuses.get(s["paper_id"]),
-            )
-            for s in self.answer["sources"]
-            if s["cited"]
-        )
-
-    @property
-    def top_similarity(self) -> float | None:
-        """The best hit's cosine similarity."""
-        return self.ranking[0]["dense_similarity"] if self.ranking else None
-
-    @property
-    def abstention_score(self) -> float | None:
-        """What abstention is decided on: the answer's confidence (rag/answerable.py)."""
-        return self.answer.get("confidence")
-
-    def to_json(self) -> dict[str, Any]:
-        """One results.jsonl line: `id`, the whole ask object, then an `eval` block."""
-        q = self.question
-        return {
-            "id": q.id,
-            **self.answer,
-            "eval": {
-                "kind": q.kind,
-                "group": q.group_name,
-                "language": q.language,
-                "follow_up_of": q.follow_up_of,
-                "scope": q.scope.to_dict() if q.scope else None,
-                "cited_sources": [dataclasses.asdict(c) for c in self.cited_sources()],
-                "ranking_filters": self.ranking_filters,
-                "answerable": q.answerable,
-                "gold": sorted(self.gold) if self.gold is not None else None,
-                "answer_contains": list(q.answer_contains),
-                "ranking": self.ranking,
-                "scores": question_scores(self.outcome()),
-                "judge": self.judge or None,
-            },
         }
 
 

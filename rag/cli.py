@@ -385,3 +385,6 @@ def _register_plugins() -> None:
 
 
 _register_plugins()
+
+if __name__ == "__main__":
+    main()

@@ -14,7 +14,8 @@ from typing import Any
 from eval.metrics import Scope
 from eval.questions import Question, ResolvedGold
 from eval.report import plot_risk_coverage, write_report
-from eval.run import Result, Variant, answer_all, filters_of, metrics_of
+from eval.result import Result
+from eval.run import Variant, answer_all, filters_of, metrics_of
 from rag.assistant import Turn
 from rag.retrieve import Filters
 from rag.types import Answer, Hit, Paper, Source
@@ -46,16 +47,16 @@ class FakeAssistant:
 
     def __init__(self, applied: dict[str, Any] | None = None) -> None:
         self.settings = SimpleNamespace(top_k=6)
-        self.embedder = SimpleNamespace(embed=lambda texts: [[0.0] for _ in texts])
-        self.retriever = SimpleNamespace(
-            catalog=SimpleNamespace(
-                papers={pid: SimpleNamespace(paper=p) for pid, p in PAPERS.items()}
-            )
-        )
         self.applied = applied or {}
         self.asked: list[dict[str, Any]] = []
         self.searched: list[dict[str, Any]] = []
         self.conversations: list[FakeConversation] = []
+
+    def warm_up(self) -> None:
+        pass
+
+    def papers(self) -> dict[str, Paper]:
+        return dict(PAPERS)
 
     def conversation(self) -> FakeConversation:
         conversation = FakeConversation(self)
