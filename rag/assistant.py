@@ -323,8 +323,10 @@ class Conversation:
         return f"{previous} {read_q.text}", False
 
     def _condense(self, client: ChatClient, question: str) -> str:
+        s = self.assistant.settings
         history = "\n".join(
-            f"User: {t.question}\nAssistant: {t.answer.answer[:600]}" for t in self.turns[-3:]
+            f"User: {t.question}\nAssistant: {t.answer.answer[: s.condense_answer_chars]}"
+            for t in self.turns[-s.condense_turns :]
         )
         prompt = prompts.CONDENSE.format(history=history, question=question)
         reply = client.complete(
@@ -332,8 +334,8 @@ class Conversation:
                 {"role": "system", "content": prompts.CONDENSE_SYSTEM},
                 {"role": "user", "content": prompt},
             ],
-            deadline_s=min(20.0, self.assistant.settings.llm_deadline_s),
-            max_tokens=96,
+            deadline_s=min(s.condense_deadline_s, s.llm_deadline_s),
+            max_tokens=s.condense_max_tokens,
         )
         # Small models preface the query ("The answer to your question is:"): skip lines
         # that end in a colon, and a reply that only repeats the follow-up.

@@ -134,6 +134,20 @@ class Settings(BaseSettings):
     llm_retries: int = Field(2, ge=0, le=10, description="Retries after a retryable fault.")
     llm_backoff_s: float = Field(0.5, ge=0, description="First retry delay; doubles each time.")
 
+    # --- follow-ups -------------------------------------------------------------
+    condense_turns: int = Field(
+        3, ge=1, description="Previous turns shown to the LLM when it rewrites a follow-up."
+    )
+    condense_answer_chars: int = Field(
+        600, ge=0, description="Characters of each previous answer shown when condensing."
+    )
+    condense_deadline_s: float = Field(
+        20.0, gt=0, description="Deadline for condensing a follow-up (within RAG_LLM_DEADLINE_S)."
+    )
+    condense_max_tokens: int = Field(
+        96, ge=8, description="Tokens the LLM may spend on the rewritten follow-up query."
+    )
+
     # --- abstention ---------------------------------------------------------
     answerability_file: Path | None = Field(
         None,
