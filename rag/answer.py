@@ -23,10 +23,10 @@ from rag.chunk import count_tokens
 from rag.citations import check
 from rag.config import Settings
 from rag.embed import Embedder
-from rag.llm import ChatClient, LLMError, OnReset, OnToken
+from rag.llm import Chat, LLMError, OnReset, OnToken
 from rag.question import Query
 from rag.text import overlap, split_sentences
-from rag.types import Answer, Hit, Notice, Source
+from rag.types import Answer, Hit, Notice, Source, SourceRef
 
 Coverage = Callable[[str, str], float]
 Lexical = Callable[[str], float]
@@ -55,8 +55,8 @@ def make_sources(hits: list[Hit]) -> list[Source]:
 
 
 def _short_source(source: str) -> str:
-    file, _, position = source.rpartition(":")
-    return f"{Path(file).name}:{position}"
+    ref = SourceRef.parse(source)
+    return str(SourceRef(Path(ref.file).name, ref.position))
 
 
 def abstention(question: str, sources: list[Source], mode: str, why: str = "") -> Answer:
@@ -76,7 +76,7 @@ class Answerer:
         self,
         settings: Settings,
         embedder: Embedder,
-        client: ChatClient | None = None,
+        client: Chat | None = None,
         coverage: Coverage = overlap,
         lexical: Lexical = lambda query: 0.0,
         rarest_missing: Coverage = lambda question, text: 0.0,

@@ -23,7 +23,7 @@ from rag.config import BUNDLED_CORPUS, Settings
 from rag.embed import Embedder, make_embedder
 from rag.index import Store, adopt_layout
 from rag.ingest import Progress, ingest
-from rag.llm import ChatClient, LLMError, OnReset, OnToken
+from rag.llm import Chat, ChatClient, LLMError, OnReset, OnToken
 from rag.papers import FieldMap
 from rag.question import Query, distinctive_terms, read
 from rag.retrieve import Retriever
@@ -33,7 +33,9 @@ from rag.types import Answer, Filters, Hit, IngestSummary, Notice, Paper, Source
 class Assistant:
     """Everything needed to answer questions over one index."""
 
-    def __init__(self, settings: Settings, embedder: Embedder | None = None) -> None:
+    def __init__(
+        self, settings: Settings, embedder: Embedder | None = None, chat: Chat | None = None
+    ) -> None:
         # An existing index is opened the way it was built; a given embedder that does not
         # fit that layout is refused by the store ("built with X, not Y"), never mixed in.
         settings = adopt_layout(settings)
@@ -41,7 +43,7 @@ class Assistant:
         self.embedder = embedder or make_embedder(settings)
         self.store = Store(settings, self.embedder.name)
         self.retriever = Retriever(self.store, self.embedder, settings)
-        self.client = ChatClient(settings) if settings.base_url else None
+        self.client: Chat | None = chat or (ChatClient(settings) if settings.base_url else None)
         self.answerer = Answerer(
             settings,
             self.embedder,
@@ -322,7 +324,7 @@ class Conversation:
             return f"{referred.title} {read_q.text}", False
         return f"{previous} {read_q.text}", False
 
-    def _condense(self, client: ChatClient, question: str) -> str:
+    def _condense(self, client: Chat, question: str) -> str:
         s = self.assistant.settings
         history = "\n".join(
             f"User: {t.question}\nAssistant: {t.answer.answer[: s.condense_answer_chars]}"

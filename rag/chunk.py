@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import lru_cache
 
-from rag.types import Chunk, Paper
+from rag.types import Chunk, Paper, chunk_id
 
 
 @lru_cache(maxsize=1)
@@ -60,11 +60,6 @@ class Chunker:
             )
             for i, (start, end) in enumerate(spans)
         ]
-
-
-def chunk_id(paper_id: str, index: int) -> str:
-    """Deterministic chunk id, so re-ingest overwrites instead of duplicating."""
-    return f"{paper_id}#{index}"
 
 
 def _locate(text: str, pieces: list[str]) -> list[tuple[int, int]]:

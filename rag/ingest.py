@@ -33,7 +33,7 @@ from rag.errors import RagError
 from rag.index import Catalog, Store, embedded_text
 from rag.load import expand_paths, read_records
 from rag.papers import FieldMap, dedupe, paper_from_record
-from rag.types import Chunk, IngestSummary, Paper, Skip
+from rag.types import Chunk, IngestSummary, Paper, Skip, SourceRef
 
 Progress = Callable[[int, int], None]  # (chunks embedded so far, chunks to embed)
 BATCH_CHUNKS = 256  # chunks per embed+upsert round: ~100 KB of text, ~1 s on 2 cores
@@ -200,7 +200,7 @@ def _replay(
 
 def _other_sources_exist(catalog: Catalog, inputs: snapshots.Inputs) -> bool:
     ingested = {path for path, *_ in inputs.files}
-    named = {s.rpartition(":")[0] for sp in catalog.papers.values() for s in sp.paper.sources}
+    named = {SourceRef.parse(s).file for sp in catalog.papers.values() for s in sp.paper.sources}
     return all(Path(name).exists() for name in named - ingested)
 
 
@@ -255,7 +255,7 @@ class _Plan:
             kept = [
                 s
                 for s in stored.paper.sources
-                if s.rpartition(":")[0] not in files and Path(s.rpartition(":")[0]).exists()
+                if (file := SourceRef.parse(s).file) not in files and Path(file).exists()
             ]
             if kept == stored.paper.sources:
                 continue

@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 import openai
@@ -45,6 +45,26 @@ class Reply:
 
     text: str
     attempts: int
+
+
+class Chat(Protocol):
+    """What the answerer and conversations need from a chat model: the one seam tests
+    replace (`tests/fakes.py` has a scripted one; `ChatClient` is the real one)."""
+
+    def complete(
+        self,
+        messages: list[dict[str, str]],
+        on_token: OnToken | None = None,
+        deadline_s: float | None = None,
+        max_tokens: int | None = None,
+        on_reset: OnReset | None = None,
+    ) -> Reply:
+        """The reply to `messages`; LLMError when the model cannot give one."""
+        ...
+
+    def health(self, timeout_s: float = 3.0) -> tuple[bool, str]:
+        """(ok, short description) of the endpoint."""
+        ...
 
 
 class ChatClient:

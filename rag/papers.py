@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rag.load import Record, venue_year
-from rag.types import Paper, Skip, content_hash
+from rag.types import Paper, Skip, SourceRef, content_hash
 
 # Field names tried in order, per paper attribute; `--field abstract=summary` puts a
 # user's name first.
@@ -112,7 +112,7 @@ def paper_from_record(record: Record, fields: FieldMap) -> Paper | Skip:
         authors=split_list(fields.get(data, "authors") or ""),
         site=_optional_text(fields.get(data, "site")),
         tldr=_optional_text(fields.get(data, "tldr")),
-        sources=[f"{record.file}:{record.position}"],
+        sources=[str(SourceRef(record.file, record.position))],
     )
     return paper
 
@@ -225,10 +225,10 @@ def dedupe(
             continue
         if content_hash(first.abstract) != key:
             where = first.sources[0]
-            file, _, pos = item.sources[0].rpartition(":")
+            ref = SourceRef.parse(item.sources[0])
             yield Skip(
-                file,
-                int(pos),
+                ref.file,
+                ref.position,
                 f"duplicate id {item.paper_id!r} with a different "
                 f"abstract (first seen at {where}); kept the first",
             )

@@ -43,7 +43,7 @@ from rag.text import (
     stems_by_word,
     surface_words,
 )
-from rag.types import Filters, Hit, Paper
+from rag.types import Filters, Hit, Paper, split_chunk_id
 
 __all__ = ["Filters", "Retriever", "Scope"]
 
@@ -551,7 +551,7 @@ class Retriever:
         for pid in sorted(paper_score, key=paper_score.__getitem__, reverse=True)[:top_k]:
             hit = Hit(paper=catalog.papers[pid].paper, score=paper_score[pid])
             cids = by_paper[pid]
-            hit.chunk_indexes = [int(c.rpartition("#")[2]) for c in cids[: s.per_paper_cap]]
+            hit.chunk_indexes = [split_chunk_id(c)[1] for c in cids[: s.per_paper_cap]]
             sims = [similarity[c] for c in cids if c in similarity]
             hit.dense_similarity = max(sims) if sims else None
             lexical = [bm25_score[c] for c in cids if c in bm25_score]
@@ -573,7 +573,7 @@ class Retriever:
 
 
 def _paper_id(chunk_id: str) -> str:
-    return chunk_id.rpartition("#")[0]
+    return split_chunk_id(chunk_id)[0]
 
 
 def _best_per_paper(scores: dict[str, float]) -> dict[str, float]:

@@ -25,6 +25,39 @@ def content_hash(text: str) -> str:
     return hashlib.sha1(normalise_text(text).encode("utf-8")).hexdigest()[:16]
 
 
+@dataclass(frozen=True, slots=True)
+class SourceRef:
+    """Where a record was read: a file and a 1-based position (line, or array index + 1).
+    Stored in `Paper.sources` as 'path:position'; `parse` and `str` are the one way in and
+    out: SourceRef.parse('data/x.json:3') -> SourceRef('data/x.json', 3)."""
+
+    file: str
+    position: int
+
+    @classmethod
+    def parse(cls, text: str) -> SourceRef:
+        """'path:position' -> SourceRef (a path without a position gets 0)."""
+        file, sep, position = text.rpartition(":")
+        if not sep or not position.isdigit():
+            return cls(text, 0)
+        return cls(file, int(position))
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.position}"
+
+
+def chunk_id(paper_id: str, index: int) -> str:
+    """The id of a paper's chunk: ('abc', 2) -> 'abc#2'; deterministic, so re-ingest
+    overwrites instead of duplicating."""
+    return f"{paper_id}#{index}"
+
+
+def split_chunk_id(chunk: str) -> tuple[str, int]:
+    """'abc#2' -> ('abc', 2): the paper id and the chunk's index."""
+    paper_id, _, index = chunk.rpartition("#")
+    return paper_id, int(index)
+
+
 class Notice(str):
     """A notice on an answer: its text (what `--json` prints, a plain string), with a
     stable `code` and `level` that the app and scripts key on instead of the wording.

@@ -18,7 +18,7 @@ from urllib.parse import urlparse
 
 from rag.citations import CITATION, parse_group
 from rag.text import overlap, split_sentences
-from rag.types import Answer, Filters, Source
+from rag.types import Answer, Filters, Source, SourceRef
 
 # Characters HTML, or Markdown (with GFM and math), would act on, as entities: '$x$' stays
 # text. One pass, so the '#' of an entity made here is never escaped again ('&#x27;').
@@ -142,9 +142,9 @@ def source_header_html(source: Source, turn: int) -> str:
     if url:
         meta.append(_link(url))
     elif source.source:
-        file, _, line = source.source.rpartition(":")
-        unit = "record" if file.lower().endswith(".json") else "line"
-        where = f"{file}, {unit} {line}" if file and line.isdigit() else source.source
+        ref = SourceRef.parse(source.source)
+        unit = "record" if ref.file.lower().endswith(".json") else "line"
+        where = f"{ref.file}, {unit} {ref.position}" if ref.position else source.source
         meta.append(f'from <span class="rag-file">{escape_html(where)}</span>')
     return (
         f'<div class="rag-src-head" id="{anchor(turn, source.n)}">'

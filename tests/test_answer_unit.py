@@ -1,0 +1,92 @@
+"""The answerer and conversations against the test doubles (no model, no HTTP): what the
+LLM path does with a reply, and how follow-ups reach the model."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from rag.assistant import Assistant
+from rag.config import BUNDLED_CORPUS, Settings
+from rag.llm import LLMError
+
+from .conftest import make_settings
+from .fakes import HashEmbedder, ScriptedChat
+
+
+@pytest.fixture(scope="module")
+def hashed_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("hashed") / "index"
+    Assistant(make_settings(folder), HashEmbedder()).ingest([BUNDLED_CORPUS])
+    return folder
+
+
+@pytest.fixture
+def scripted(hashed_index: Path) -> Callable[..., tuple[Assistant, ScriptedChat]]:
+    def build(*replies: object) -> tuple[Assistant, ScriptedChat]:
+        chat = ScriptedChat(list(replies))  # type: ignore[arg-type]
+        settings: Settings = make_settings(hashed_index)
+        return Assistant(settings, HashEmbedder(), chat=chat), chat
+
+    return build
+
+
+def test_a_hash_embedded_index_answers_by_its_words(scripted: Callable[..., tuple]) -> None:
+    assistant, _ = scripted()
+    answer = assistant.ask("what is AltGDA?", mode="extractive")
+    assert not answer.abstained and "AltGDA" in answer.answer
+
+
+def test_the_model_sees_numbered_sources_and_bad_citations_are_removed(
+    scripted: Callable[..., tuple],
+) -> None:
+    assistant, chat = scripted("AltGDA alternates the players' updates [1][9].")
+    tokens: list[str] = []
+    answer = assistant.ask("what is AltGDA?", mode="llm", on_token=tokens.append)
+    assert answer.mode == "llm" and answer.citations == [1]
+    assert "[9]" not in answer.answer and "".join(tokens).startswith("AltGDA alternates")
+    assert [n.code for n in answer.notices] == ["citations_removed"]
+    user = chat.calls[0][1]["content"]
+    assert '<source n="1"' in user and "Question: what is AltGDA?" in user
+
+
+def test_a_model_that_says_not_found_abstains(scripted: Callable[..., tuple]) -> None:
+    assistant, _ = scripted("The answer is not found in the indexed abstracts.")
+    answer = assistant.ask("what is AltGDA?", mode="llm")
+    assert answer.abstained and answer.mode == "llm" and answer.citations == []
+
+
+def test_a_failing_model_falls_back_to_the_extractive_answer(
+    scripted: Callable[..., tuple],
+) -> None:
+    assistant, _ = scripted(LLMError("endpoint answered 503"))
+    answer = assistant.ask("what is AltGDA?", mode="llm")
+    assert answer.mode == "extractive" and not answer.abstained
+    assert [n.code for n in answer.notices] == ["llm_failed"]
+
+
+def test_a_follow_up_is_condensed_by_the_model_then_answered(
+    scripted: Callable[..., tuple],
+) -> None:
+    assistant, chat = scripted(
+        "AltGDA is alternating gradient descent-ascent [1].",
+        "AltGDA convergence rate",  # the condensed follow-up
+        "It converges at an O(1/T) rate [1].",
+    )
+    conversation = assistant.conversation()
+    conversation.ask("what is AltGDA?", mode="llm")
+    second = conversation.ask("how fast does it converge?", mode="llm")
+    assert second.follow_up and second.query == "AltGDA convergence rate"
+    condense = chat.calls[1]
+    assert "User: what is AltGDA?" in condense[1]["content"]
+    assert "Follow-up: how fast does it converge?" in condense[1]["content"]
+
+
+def test_a_new_question_is_not_sent_to_be_condensed(scripted: Callable[..., tuple]) -> None:
+    assistant, chat = scripted("GTO aligns training with decoding [1].", "DCT [1].")
+    conversation = assistant.conversation()
+    conversation.ask("what is GTO?", mode="llm")
+    second = conversation.ask("dct llm compression", mode="llm")
+    assert not second.follow_up and len(chat.calls) == 2  # two answers, no condensing
