@@ -14,7 +14,6 @@ import socket
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,8 @@ from streamlit.testing.v1 import AppTest
 
 from rag.assistant import Assistant
 from ui.stream import Done, ask_events
+
+from .openai_server import OpenAIServer, Request, reply
 
 APP = str(Path(__file__).resolve().parents[1] / "ui" / "app.py")
 TIMEOUT = 120  # the first run loads the embedding model
@@ -100,68 +101,12 @@ def upload(at: AppTest, name: str, data: bytes) -> AppTest:
     return at
 
 
-# -- a loopback OpenAI-compatible endpoint ------------------------------------------------
+# -- a loopback OpenAI-compatible endpoint (the one scripted server of the tests) ---------
 
 
-class FakeEndpoint(ThreadingHTTPServer):
-    """Answers chat completions by quoting source 1; counts streamed requests."""
-
-    daemon_threads = True
-    streamed = 0
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}/v1"
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: FakeEndpoint
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-    def do_GET(self) -> None:
-        self._json({"object": "list", "data": [{"id": "fake-model", "object": "model"}]})
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        text = _reply(body["messages"])
-        if not body.get("stream"):
-            message = {"role": "assistant", "content": text}
-            self._json(_completion("chat.completion", message=message, finish_reason="stop"))
-            return
-        self.server.streamed += 1
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.end_headers()
-        for word in re.findall(r"\S+\s*", text):
-            chunk = _completion(
-                "chat.completion.chunk", delta={"content": word}, finish_reason=None
-            )
-            self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-        self.wfile.write(b"data: [DONE]\n\n")
-
-    def _json(self, data: dict[str, Any]) -> None:
-        payload = json.dumps(data).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-
-def _completion(kind: str, **choice: Any) -> dict[str, Any]:
-    return {
-        "id": "x",
-        "object": kind,
-        "created": 0,
-        "model": "m",
-        "choices": [{"index": 0, **choice}],
-    }
-
-
-def _reply(messages: list[dict[str, str]]) -> str:
-    user = messages[-1]["content"]
+def _reply(request: Request) -> str:
+    """Quote source 1 (or give the condensed follow-up when asked to rewrite one)."""
+    user = request.body["messages"][-1]["content"]
     if "Standalone query:" in user:  # the follow-up condenser
         return "speculative decoding speedup"
     sources = _SOURCE.findall(user)
@@ -169,20 +114,20 @@ def _reply(messages: list[dict[str, str]]) -> str:
     return f"The top paper reports that {first[0].lower()}{first[1:]} [1]."
 
 
+def streamed(server: OpenAIServer) -> int:
+    """Chat requests that asked for a token stream."""
+    return sum(1 for r in server.chat_requests if r.body.get("stream"))
+
+
 @contextmanager
-def fake_endpoint() -> Iterator[FakeEndpoint]:
-    """Serve the fake endpoint on a free loopback port for the duration of the block."""
-    server = FakeEndpoint(("127.0.0.1", 0), _Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
+def fake_endpoint() -> Iterator[OpenAIServer]:
+    """Serve the scripted endpoint on a free loopback port for the duration of the block."""
+    with OpenAIServer(reply(_reply)) as server:
         yield server
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 @pytest.fixture
-def endpoint() -> Iterator[FakeEndpoint]:
+def endpoint() -> Iterator[OpenAIServer]:
     with fake_endpoint() as server:
         yield server
 
@@ -338,19 +283,19 @@ def test_upload_ingests_and_updates_the_stats(app: Callable[..., AppTest]) -> No
 
 
 def test_mode_switch_between_endpoint_and_extractive(
-    app: Callable[..., AppTest], endpoint: FakeEndpoint
+    app: Callable[..., AppTest], endpoint: OpenAIServer
 ) -> None:
     at = app(OPENAI_BASE_URL=endpoint.base_url)
     assert at.radio(key="mode").value == "llm"
-    assert "Endpoint reachable (fake-model)" in captions(at)
+    assert "Endpoint reachable (test-model)" in captions(at)
     at = ask(at, QUESTION)
-    assert endpoint.streamed == 1  # the answer came through the token stream
+    assert streamed(endpoint) == 1  # the answer came through the token stream
     assert "The top paper reports that" in markdown(at)
     assert "<mark>" in markdown(at)  # the cited sentence is found by overlap
     assert "Endpoint model" in captions(at)
     at.radio(key="mode").set_value("extractive").run()
     at = ask(at, "How do the speculative decoding papers train their draft models?")
-    assert endpoint.streamed == 1
+    assert streamed(endpoint) == 1
     turns = at.session_state["conversation"].turns
     assert [t.answer.mode for t in turns] == ["llm", "extractive"]
     assert "Offline extractive" in captions(at)
