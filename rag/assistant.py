@@ -102,7 +102,7 @@ class Assistant:
         """Ranked papers for a query inside the scope it names (as `ask` searches), and
         the filters applied. A scope the index does not hold gives no papers."""
         read_q, applied = self.plan(query, filters, ignore_scope)
-        if applied.active and self.retriever.scope_size(applied) == 0:
+        if applied.active and not self.retriever.holds(applied):
             return [], applied
         hits = self.retriever.search(
             read_q.text, top_k, applied, retriever, lexical=read_q.keywords
@@ -174,7 +174,7 @@ class Assistant:
         read_q, applied = self.plan(question, filters, ignore_scope, query, context_filters)
         searched = read_q.text
         t0 = time.perf_counter()
-        if applied.active and self.retriever.scope_size(applied) == 0:
+        if applied.active and not self.retriever.holds(applied):
             why = f"this index holds no {applied.describe()} papers"
             answer = abstention(question, [], self.answerer.mode_of(mode), why)
         else:

@@ -517,15 +517,16 @@ class Retriever:
         """The scope values the index holds (venues, years, statuses, areas)."""
         return self._state().vocabulary
 
-    def scope_size(self, filters: Filters) -> int:
-        """How many stored papers are inside the filters."""
+    def holds(self, filters: Filters) -> bool:
+        """Tell whether any stored paper is inside the filters (from the cached mask the
+        search uses, not a pass over the papers)."""
         state = self._state()
         scope = Scope.of(filters, state.vocabulary)
         if scope.empty:
-            return 0
+            return False
         if not filters.active:
-            return len(state.catalog.papers)
-        return sum(1 for sp in state.catalog.papers.values() if scope.match(sp.paper))
+            return bool(state.catalog.papers)
+        return bool(state.mask(scope).any())
 
     def _fuse(
         self,
