@@ -11,6 +11,7 @@ a standalone query, without one it is searched together with what it refers to.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -269,9 +270,16 @@ class Conversation:
 
     assistant: Assistant
     turns: list[Turn] = field(default_factory=list)
+    # One question at a time: a question sent while the previous one is still being
+    # answered (the app asks in a worker thread) waits for it, so it sees that turn.
+    _asking: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def ask(self, question: str, **options: Any) -> Answer:
         """Answer a question, treating it as a follow-up when it refers back to a turn."""
+        with self._asking:
+            return self._ask(question, options)
+
+    def _ask(self, question: str, options: dict[str, Any]) -> Answer:
         notices: list[Notice] = []
         query, condensed = self._standalone(question, options.get("mode"), notices)
         follow_up = query is not None

@@ -90,3 +90,33 @@ def test_a_new_question_is_not_sent_to_be_condensed(scripted: Callable[..., tupl
     conversation.ask("what is GTO?", mode="llm")
     second = conversation.ask("dct llm compression", mode="llm")
     assert not second.follow_up and len(chat.calls) == 2  # two answers, no condensing
+
+
+def test_a_question_sent_during_an_answer_waits_for_it_and_sees_its_turn(
+    scripted: Callable[..., tuple],
+) -> None:
+    import threading
+
+    started, release = threading.Event(), threading.Event()
+
+    def slow(messages: list[dict[str, str]]) -> str:
+        started.set()
+        release.wait(5)
+        return "AltGDA alternates the players' updates [1]."
+
+    assistant, _ = scripted(slow, "AltGDA convergence rate", "O(1/T) [1].")
+    conversation = assistant.conversation()
+    first = threading.Thread(
+        target=conversation.ask, args=("what is AltGDA?",), kwargs={"mode": "llm"}
+    )
+    first.start()
+    started.wait(5)
+    answers: list[object] = []
+    second = threading.Thread(
+        target=lambda: answers.append(conversation.ask("how fast does it converge?", mode="llm"))
+    )
+    second.start()
+    release.set()
+    first.join(5)
+    second.join(5)
+    assert len(conversation.turns) == 2 and answers[0].follow_up  # type: ignore[attr-defined]
