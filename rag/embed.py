@@ -106,7 +106,7 @@ class LocalEmbedder:
     def embed(self, texts: list[str]) -> np.ndarray:
         """Embed documents in batches (sentence-transformers sorts by length internally)."""
         if not texts:
-            return np.zeros((0, 384), dtype=np.float32)
+            return np.zeros((0, self.dimensions), dtype=np.float32)
         with self._lock:
             vectors = self.model.encode(
                 texts,
@@ -120,6 +120,12 @@ class LocalEmbedder:
     def embed_query(self, text: str) -> np.ndarray:
         """Embed one query (cached: follow-ups and eval repeat queries)."""
         return _cached_query(self, text)
+
+    @property
+    def dimensions(self) -> int:
+        """The model's vector size (384 for all-MiniLM-L6-v2), read from the model."""
+        size = self.model.get_sentence_embedding_dimension()
+        return int(size) if size else len(self.embed_query("x"))
 
 
 def _load_sentence_transformer(path: Path, threads: int) -> SentenceTransformer:
@@ -170,12 +176,16 @@ class OnnxEmbedder:
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """Embed documents, shortest first to keep padding small, in the input order."""
-        out = np.zeros((len(texts), 384), dtype=np.float32)
+        if not texts:
+            width = self.session.get_outputs()[0].shape[-1]
+            return np.zeros((0, width if isinstance(width, int) else 0), dtype=np.float32)
         order = np.argsort([len(t) for t in texts], kind="stable")
+        parts: dict[int, np.ndarray] = {}
         for start in range(0, len(texts), self.batch_size):
             rows = order[start : start + self.batch_size]
-            out[rows] = self._encode([texts[i] for i in rows])
-        return out
+            for row, vector in zip(rows, self._encode([texts[i] for i in rows]), strict=True):
+                parts[int(row)] = vector
+        return np.stack([parts[i] for i in range(len(texts))])  # the input order
 
     def embed_query(self, text: str) -> np.ndarray:
         """Embed one query (cached)."""

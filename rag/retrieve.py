@@ -377,7 +377,7 @@ class Retriever:
         query: str,
         top_k: int | None = None,
         filters: Filters | None = None,
-        mode: str | None = None,
+        searches: str | None = None,
         timings: dict[str, float] | None = None,
         lexical: str | None = None,
         prefer: Sequence[str] = (),
@@ -385,9 +385,9 @@ class Retriever:
         """Return up to top_k papers, best first (`lexical`: what BM25 searches, when it
         differs from `query`: the question less its framing words). Papers in `prefer`
         (what a follow-up's 'it' refers to) come first, in their fused order, when they are
-        inside the filters."""
+        inside the filters. `searches`: dense | bm25 | hybrid (default RAG_RETRIEVER)."""
         top_k = top_k or self.settings.top_k
-        mode = mode or self.settings.retriever
+        searches = searches or self.settings.retriever
         state = self._state()  # one consistent snapshot, even if an ingest refreshes meanwhile
         catalog, bm25, rows = state.catalog, state.bm25, state.rows
         scope = Scope.of(filters or Filters(), state.vocabulary)
@@ -406,7 +406,7 @@ class Retriever:
             if cid in rows and (mask is None or mask[rows[cid]])
         ]
         dense: list[tuple[str, float]] = []
-        if mode in ("dense", "hybrid"):
+        if searches in ("dense", "hybrid"):
             t0 = time.perf_counter()
             vector = self.embedder.embed_query(query)
             timings["embed_query"] = _ms(t0)
@@ -421,7 +421,7 @@ class Retriever:
             dense += zip(missing, self.store.similarities(vector, missing), strict=True)
             timings["dense"] = _ms(t0)
         sparse: list[tuple[str, float]] = []
-        if mode in ("bm25", "hybrid"):
+        if searches in ("bm25", "hybrid"):
             t0 = time.perf_counter()
             scores = bm25.scores(lexical or query)
             sparse = _top_bm25(scores, catalog, depth, mask)
