@@ -5,9 +5,9 @@ by `rag.cli.answer_json`, exactly as `rag ask --json` does, so what is measured 
 users get. A question with `follow_up_of` is asked in the conversation of the question it
 follows, right after it; every other question starts a fresh conversation, so a short
 question is never read as a follow-up of the one before it in the file. Ranking metrics
-need a deeper list than the sources shown (6 by default), so each question is also
-searched once at depth max(10, top-k) with the same retriever, for the query the answer
-searched (a follow-up's standalone query) and the filters it applied; both are recorded.
+read the answer's own sources first (what the user saw), then, to depth max(10, top-k),
+the papers a plain search adds for the query the answer searched (a follow-up's
+standalone query) with the filters it applied.
 
 The index evaluated always holds the bundled seeds (the question sets are about them),
 plus any `--with-corpus` distractors; ingest is incremental, so a second run over an
@@ -36,7 +36,7 @@ from rag.config import BUNDLED_CORPUS, Settings
 from rag.embed import Embedder
 from rag.ingest import Progress
 from rag.retrieve import Filters
-from rag.types import Answer, Hit, IngestSummary
+from rag.types import Answer, Hit, IngestSummary, Paper
 
 RANKING_DEPTH = 10
 Step = Callable[[int], None]  # called with 1 after each question
@@ -126,7 +126,10 @@ def answer_all(
     variant: Variant = Variant(),
     step: Step | None = None,
 ) -> list[Result]:
-    """Answer every question as the chat app would, and rank it at depth >= 10.
+    """Answer every question as the chat app would, and rank it at depth >= 10: the
+    ranking starts with the answer's own sources, in their order (what the user saw,
+    retrieved exactly as `rag ask` retrieves), then the papers a plain search at that
+    depth adds after them.
 
     A question with `follow_up_of` continues the conversation as it stood right after the
     question it follows (that one is its previous turn, whatever was asked in between);
@@ -155,7 +158,7 @@ def answer_all(
             Result(
                 q,
                 answer_json(answer),
-                [_hit(h) for h in hits],
+                ranking_of(answer, hits, depth),
                 gold.ids[q.id],
                 statuses=_statuses(assistant, answer),
                 ranking_filters=_filter_dict(filters),
@@ -192,6 +195,27 @@ def _statuses(assistant: Assistant, answer: Answer) -> dict[str, str | None]:
             stored = papers.get(source.paper_id)
             found[source.paper_id] = stored.status if stored is not None else None
     return found
+
+
+def ranking_of(answer: Answer, deeper: Sequence[Hit], depth: int) -> list[dict[str, Any]]:
+    """The answer's sources first, then the deeper search's other papers, `depth` in all."""
+    shown = {s.paper_id for s in answer.sources}
+    head = [_hit(h) for h in _as_hits(answer, deeper)]
+    return (head + [_hit(h) for h in deeper if h.paper.paper_id not in shown])[:depth]
+
+
+def _as_hits(answer: Answer, deeper: Sequence[Hit]) -> list[Hit]:
+    """The answer's sources as hits (the deeper search's record of each when it has one,
+    for its dense and BM25 scores)."""
+    found = {h.paper.paper_id: h for h in deeper}
+    hits = []
+    for s in answer.sources:
+        hit = found.get(s.paper_id)
+        if hit is None:
+            paper = Paper(s.paper_id, s.text, label=s.title, venue=s.venue, year=s.year)
+            hit = Hit(paper, s.score)
+        hits.append(Hit(hit.paper, s.score, hit.dense_similarity, hit.bm25_score))
+    return hits
 
 
 def _hit(hit: Hit) -> dict[str, Any]:
