@@ -281,13 +281,14 @@ class Conversation:
 
     def _ask(self, question: str, options: dict[str, Any]) -> Answer:
         notices: list[Notice] = []
-        query, condensed = self._standalone(question, options.get("mode"), notices)
+        read_q = self.assistant.read(question)
+        query, condensed = self._standalone(read_q, options.get("mode"), notices)
         follow_up = query is not None
         if follow_up:  # the previous turn's scope holds unless the follow-up names one
             last = self.turns[-1].answer
             options["context_filters"] = Filters(**last.applied_filters)
             if not condensed:  # a condensed query already names what 'it' is
-                options["prefer"] = referred_papers(last, self.assistant.read(question))
+                options["prefer"] = referred_papers(last, read_q)
         answer = self.assistant.ask(question, query=query, **options)
         answer.notices = notices + answer.notices
         answer.follow_up = follow_up
@@ -299,15 +300,15 @@ class Conversation:
     ) -> str | None:
         """The query to search for `question` given the conversation so far; None when
         it does not refer back (it is then read and searched as it stands)."""
-        return self._standalone(question, mode, notices)[0]
+        return self._standalone(self.assistant.read(question), mode, notices)[0]
 
     def _standalone(
-        self, question: str, mode: str | None, notices: list[Notice] | None
+        self, read_q: Query, mode: str | None, notices: list[Notice] | None
     ) -> tuple[str | None, bool]:
-        """(standalone query or None, whether the LLM wrote it)."""
+        """(standalone query or None, whether the LLM wrote it), for a question read once."""
+        question = read_q.question
         if not self.turns:
             return None, False
-        read_q = self.assistant.read(question)
         if not read_q.refers_back:
             return None, False
         last = self.turns[-1].answer
