@@ -76,11 +76,11 @@ def evidence(query: Query, sentence: str) -> int:
         found = [m for m in _FIGURE.findall(prose) if counts or not m.strip().isalpha()]
         maths = _MATH.findall(sentence)
         found += [f for m in maths for f in _MATH_FIGURE.findall(m)]
-        if _ASKS_RATE.search(query.question):  # a rate or bound is written in math
+        if _ASKS_RATE.search(query.english):  # a rate or bound is written in math
             found += [m for m in maths if _ASYMPTOTIC.search(m)]
         return len(found)
     if query.wants == "entity":
-        asked = query.question.casefold()
+        asked = query.english.casefold()
         return len({n for n in NAME.findall(sentence) if n.casefold() not in asked})
     return 0
 

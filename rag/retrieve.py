@@ -509,6 +509,13 @@ class Retriever:
             w for w in self._spelling_counts() if w[:1] == word[:1] and abs(len(w) - len(word)) <= 1
         ]
 
+    def held(self, word: str) -> float:
+        """How much the index holds an English word or phrase: log(1 + the stored papers
+        holding its rarest stem); 0 for a word none holds."""
+        df = self.terms.df
+        counts = [df.get(stem, 0) for stem in content_words(word)]
+        return math.log1p(min(counts)) if counts else 0.0
+
     def lexical_ceiling(self, query: str) -> float:
         """The best BM25 score the query could reach here (see `BM25Index.ceiling`)."""
         return self._state().bm25.ceiling(query)
