@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlparse
 
+from rag import language
 from rag.citations import CITATION, parse_group
 from rag.text import overlap, split_sentences
 from rag.types import Answer, Filters, Source, SourceRef
@@ -230,17 +231,6 @@ ORIGIN_HELP = {
     "context": "Carried over from the previous question: ask afresh to drop it.",
 }
 SCOPE_LABEL = '<span class="rag-scope-label">Searched within</span>'
-LANGUAGES = {
-    "zh": "Chinese",
-    "ja": "Japanese",
-    "ko": "Korean",
-    "fr": "French",
-    "de": "German",
-    "es": "Spanish",
-    "it": "Italian",
-    "pt": "Portuguese",
-    "ru": "Russian",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -299,18 +289,13 @@ def page_notices(answer: Answer) -> list[str]:
     return [n for n in answer.notices if getattr(n, "code", "") != "scope"]
 
 
-def language_name(code: str) -> str:
-    """'zh' -> 'Chinese'; an unlisted code stays as it is."""
-    return LANGUAGES.get(code.lower(), code)
-
-
 def answer_details(answer: Answer) -> list[str]:
     """The small print of an answer: ['confidence 0.82', 'asked in Chinese'] (English unsaid)."""
     parts = []
     if answer.confidence is not None:
         parts.append(f"confidence {answer.confidence:.2f}")
     if answer.language and answer.language.lower() != "en":
-        parts.append(f"asked in {language_name(answer.language)}")
+        parts.append(f"asked in {language.name(answer.language.lower())}")
     return parts
 
 
