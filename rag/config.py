@@ -174,7 +174,7 @@ class Settings(BaseSettings):
         ge=0,
         le=500,
         description="Topics `rag topics` and the app's Topics tab find; 0 = about 1.3 times "
-        "the cube root of the papers (52 papers -> 5 topics, 22k -> 36).",
+        "the cube root of the papers (52 papers -> 5 topics, 22k -> 37).",
     )
     topics_map_points: int = Field(
         3000,

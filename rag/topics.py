@@ -1,7 +1,7 @@
 """Paper vectors -> topics: clusters of the stored paper vectors, named by their terms.
 
 - **Clusters**: k-means (scikit-learn, k-means++ seeded) over one unit vector per paper,
-  k = 1.3 ∛n unless asked (52 papers -> 5 topics, 22,137 -> 36). Every paper gets a
+  k = 1.3 ∛n unless asked (52 papers -> 5 topics, 22,137 -> 37). Every paper gets a
   topic: HDBSCAN would leave a "noise" share unassigned and wants a reduced space first
   (UMAP, a numba stack this project does not ship).
 - **Labels**: class-based TF-IDF (c-TF-IDF, Grootendorst 2022, as in BERTopic): a topic's
@@ -108,7 +108,7 @@ class TopicSet:
     filters: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0  # what building them took (a cached answer keeps this figure)
     cached: bool = False  # read from the cache rather than built by this call
-    method: str = ""  # how they were made, for people: "k-means (k=36) ..."
+    method: str = ""  # how they were made, for people: "k-means (k=37) ..."
     mapped: bool = False  # whether papers carry map positions (x, y)
 
     def to_dict(self, papers: int | None = 10) -> dict[str, Any]:
@@ -131,7 +131,7 @@ class TopicSet:
 
 
 def n_topics(n_papers: int) -> int:
-    """The default k: 1.3 ∛n, at least 2 and at most n / 3 (52 -> 5, 22,137 -> 36)."""
+    """The default k: 1.3 ∛n, at least 2 and at most n / 3 (52 -> 5, 22,137 -> 37)."""
     if n_papers < 4:
         return 1
     return max(2, min(round(1.3 * n_papers ** (1 / 3)), n_papers // 3))
