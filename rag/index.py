@@ -25,6 +25,7 @@ from rag.chunk import stitch
 from rag.config import Settings
 from rag.embed import MAX_TOKENS
 from rag.errors import RagError
+from rag.labels import LABELS_VERSION, derive_label
 from rag.types import Chunk, Paper, split_chunk_id
 
 PAGE = 5000  # rows per `get` page when loading the catalog
@@ -64,6 +65,17 @@ class Catalog:
     papers: dict[str, StoredPaper] = field(default_factory=dict)
     stale_ids: list[str] = field(default_factory=list)  # left over by a crash mid-update
     stamp: str | None = None  # the collection's version stamp this view matches, if known
+    labels: int = 0  # the labelling rule its derived labels follow (0: saved before rules had one)
+
+    def relabel(self) -> None:
+        """Derive the labels of untitled papers again if an older rule made them (a catalog
+        saved before the rule changed; ~0.6 ms a paper)."""
+        if self.labels == LABELS_VERSION:
+            return
+        for stored in self.papers.values():
+            if not stored.paper.title:
+                stored.paper.label = derive_label(stored.paper.abstract)
+        self.labels = LABELS_VERSION
 
     def row_of(self) -> dict[str, int]:
         """Map chunk id -> row number."""
@@ -107,11 +119,13 @@ def chunk_metadata(paper: Paper, chunk: Chunk) -> dict[str, Any]:
 
 def paper_from_metadata(meta: dict[str, Any], abstract: str) -> Paper:
     """Rebuild a Paper from one chunk's metadata and the stitched abstract."""
+    title = meta.get("title")
     return Paper(
         paper_id=meta["paper_id"],
         abstract=abstract,
-        title=meta.get("title"),
-        label=meta.get("label", ""),
+        title=title,
+        # derived afresh, not read: a better labelling rule shows without re-ingest
+        label=title or derive_label(abstract),
         venue=meta.get("venue"),
         year=meta.get("year"),
         status=meta.get("status"),
@@ -391,7 +405,7 @@ def _build_catalog(rows: list[tuple[str, str, dict[str, Any]]]) -> Catalog:
     by_paper: dict[str, list[tuple[str, str, dict[str, Any]]]] = {}
     for row in rows:
         by_paper.setdefault(row[2]["paper_id"], []).append(row)
-    catalog = Catalog()
+    catalog = Catalog(labels=LABELS_VERSION)  # papers are labelled as they are read
     for paper_id, chunks in by_paper.items():
         chunks.sort(key=lambda r: r[2]["index"])
         head = chunks[0][2]
