@@ -154,7 +154,7 @@ def build(
     sizes = np.bincount(assign, minlength=k)
     order = [int(c) for c in np.argsort(-sizes, kind="stable") if sizes[c]]
     terms = distinctive_terms(texts, assign, k)
-    topics = []
+    topics: list[dict[str, Any]] = []
     for c in order:
         members = np.flatnonzero(assign == c)
         sims = vectors[members] @ centres[c]
@@ -440,9 +440,9 @@ def topics_of(
     filters = dict(filters or {})
     k = k or settings.topics_k or None
     kind = cache_kind(filters, k, settings.topics_map_points)
-    saved = snapshot.read(settings, kind, stamp)
+    saved: Any = snapshot.read(settings, kind, stamp)
     cached = isinstance(saved, dict) and _fits(saved, papers)
-    if not cached or (with_map and saved["map"] is None):
+    if not cached or (with_map and saved.get("map") is None):
         ids, vectors = store.paper_vectors(papers)
         if not cached:
             saved = build(ids, vectors, [_text(papers[pid]) for pid in ids], k)
