@@ -28,6 +28,7 @@ import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -37,7 +38,9 @@ from rag.config import Settings
 from rag.index import Store
 from rag.types import Paper
 
-VERSION = 1  # bump when clustering or labelling changes: cached topics are then rebuilt
+# Cached topics are keyed by this module's code: a change to clustering or labelling
+# rebuilds them, as does a new version of the index.
+_CODE = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:12]
 SEED = 0  # k-means and t-SNE are seeded: the same index gives the same topics
 LABEL_TERMS = 3  # terms in a label: "speculative decoding, draft model, LLM inference"
 TERMS = 8  # terms listed per topic
@@ -228,7 +231,7 @@ def distinctive_terms(texts: Sequence[str], assign: np.ndarray, k: int) -> list[
         preprocessor=_phrases,
         token_pattern=_TOKEN,
         min_df=5 if n >= 2000 else (2 if n >= 20 else 1),
-        max_df=MAX_SHARE if n >= 20 else 1.0,
+        max_df=max(MAX_SHARE, 1.5 / k) if n >= 20 else 1.0,  # 3 topics: a third each
     )
     try:
         counts = vectorizer.fit_transform(texts)
@@ -254,9 +257,12 @@ _BREAK = "zzbreak"  # stands where punctuation was: no term spans it ("models (L
 _PUNCTUATION = re.compile(r"[()\[\],.;:!?\"“”]+|\s-\s|--")
 
 
+_MATH = re.compile(r"\$[^$]{0,200}\$|\\[A-Za-z]+")  # '$\\varepsilon$', '\\mathcal': no term
+
+
 def _phrases(text: str) -> str:
     """Lower-case, a break at punctuation: 'models (LLMs).' -> 'models zzbreak llms zzbreak '."""
-    return _PUNCTUATION.sub(f" {_BREAK} ", text.lower())
+    return _PUNCTUATION.sub(f" {_BREAK} ", _MATH.sub(f" {_BREAK} ", text).lower())
 
 
 def _is_term(term: str) -> bool:
@@ -266,7 +272,17 @@ def _is_term(term: str) -> bool:
     words = term.split()
     if any(w in ENGLISH_STOP_WORDS or w == _BREAK for w in words):
         return False
+    if len(words) > 1 and (_loose(words[0]) or (_loose(words[-1]) and words[-1] not in _HEADS)):
+        return False  # 'present speech recognition', 'grows slowly': not a phrase's edge
     return not all(w in FILLER for w in words)
+
+
+_HEADS = {"learning", "models", "model", "data", "methods", "algorithms", "training"}
+
+
+def _loose(word: str) -> bool:
+    """Words a term does not start or end with: filler, adverbs, participles, verbs."""
+    return word in FILLER or word.endswith(("ly", "ed")) or word in {"uses", "grows", "makes"}
 
 
 def merge_terms(ranked: Sequence[tuple[str, float]]) -> list[str]:
@@ -421,7 +437,7 @@ def project(vectors: np.ndarray) -> np.ndarray:
 
 def cache_kind(filters: Mapping[str, Any], k: int | None, map_points: int) -> str:
     """The snapshot kind of one request: 'topics-3f1a9c0b2d4e' (filters, k, map size, code)."""
-    request = json.dumps([VERSION, sorted(filters.items()), k, map_points], default=str)
+    request = json.dumps([_CODE, sorted(filters.items()), k, map_points], default=str)
     return "topics-" + hashlib.sha256(request.encode()).hexdigest()[:12]
 
 
