@@ -55,7 +55,7 @@ FILLER = frozenset(
     performance outperforms outperform furthermore moreover however work works code
     available github com https http problem problems algorithm algorithms model models
     learning data task tasks framework study studies provide provides efficient effective
-    general different large small real world high low training trained learn learned
+    general different real world training trained learn learned
     learns apply applied given analysis theoretical empirical empirically theory prior
     previous recent recently better improve improves improved improvement important
     challenge challenges key able ability various number set sets way ways make makes
@@ -272,7 +272,7 @@ def _is_term(term: str) -> bool:
     words = term.split()
     if any(w in ENGLISH_STOP_WORDS or w == _BREAK for w in words):
         return False
-    if len(words) > 1 and (_loose(words[0]) or (_loose(words[-1]) and words[-1] not in _HEADS)):
+    if len(words) > 1 and (words[0] in FILLER or (_loose(words[-1]) and words[-1] not in _HEADS)):
         return False  # 'present speech recognition', 'grows slowly': not a phrase's edge
     return not all(w in FILLER for w in words)
 
@@ -281,7 +281,7 @@ _HEADS = {"learning", "models", "model", "data", "methods", "algorithms", "train
 
 
 def _loose(word: str) -> bool:
-    """Words a term does not start or end with: filler, adverbs, participles, verbs."""
+    """Words a term does not end with: filler, adverbs, participles, verbs."""
     return word in FILLER or word.endswith(("ly", "ed")) or word in {"uses", "grows", "makes"}
 
 

@@ -116,9 +116,7 @@ def test_terms_merge_into_phrases_and_drop_acronyms_of_kept_terms() -> None:
     ]
     joined = merge_terms([("markov chain monte", 2), ("chain monte carlo", 2)])
     assert joined == ["markov chain monte carlo"]
-    assert merge_terms([("gaussian process", 3), ("process regression", 2)]) == [
-        "gaussian process"
-    ]
+    assert merge_terms([("gaussian process", 3), ("process regression", 2)]) == ["gaussian process"]
     assert merge_terms([("image", 3), ("images", 2)]) == ["image"]
 
 
@@ -149,7 +147,9 @@ def test_mean_per_paper_averages_chunks_to_unit_vectors() -> None:
 
 
 def test_a_stored_label_from_older_code_is_derived_again() -> None:
-    abstract = "Prompts matter. We propose SPRIG, an edit-based genetic algorithm that builds prompts."
+    abstract = (
+        "Prompts matter. We propose SPRIG, an edit-based genetic algorithm that builds prompts."
+    )
     meta = {"paper_id": "x", "label": "Prompts matter. We propose …"}
     assert paper_from_metadata(meta, abstract).label == "SPRIG: an edit-based genetic algorithm"
     old = Catalog(papers={"x": StoredPaper(Paper("x", abstract, label="Prompts matter …"), "h")})
@@ -226,7 +226,7 @@ def test_topics_json_shape(private: Assistant) -> None:
     result = CliRunner().invoke(main, ["--index-dir", index, "topics", "--json", "--papers", "3"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    assert list(data)[0] == "topics"
+    assert next(iter(data)) == "topics"
     for topic in data["topics"]:
         assert list(topic)[:3] == ["label", "size", "papers"]
         assert isinstance(topic["label"], str) and topic["size"] >= len(topic["papers"])

@@ -55,11 +55,8 @@ def topics_tab(assistant: Assistant, filters: Filters) -> None:
     )
     if st.session_state.get(TOPIC) not in range(len(found.topics)):
         st.session_state[TOPIC] = 0
-    chart, listing = st.columns([3, 2], gap="medium")
-    with chart:
-        topic_map(found)
-    with listing:
-        topic_list(found)
+    topic_map(found)
+    topic_list(found)
     show_topic(assistant, found.topics[int(st.session_state[TOPIC])])
 
 
@@ -88,12 +85,12 @@ def topic_map(found: TopicSet) -> None:
     colour = alt.Color("topic:N", legend=None, scale=alt.Scale(scheme="tableau20"))
     points = (
         alt.Chart(frame)
-        .mark_circle(size=14)
+        .mark_circle(size=point_size(len(frame)))
         .encode(
             x=alt.X("x:Q", axis=axis),
             y=alt.Y("y:Q", axis=axis),
             color=colour,
-            opacity=alt.condition(alt.datum.topic == selected, alt.value(0.95), alt.value(0.35)),
+            opacity=alt.condition(alt.datum.topic == selected, alt.value(0.95), alt.value(0.45)),
             tooltip=[alt.Tooltip("title:N", title="Paper"), alt.Tooltip("label:N", title="Topic")],
         )
         .add_params(pick)
@@ -106,8 +103,13 @@ def topic_map(found: TopicSet) -> None:
         .encode(x="x:Q", y="y:Q", text="name:N")
     )
     names_fill = names.mark_text(fontSize=11, fontWeight="bold", color="#31333f")
-    chart = (points + names + names_fill).properties(height=480)
+    chart = (points + names + names_fill).properties(height=440)
     st.altair_chart(chart, key="topic-map", on_select=_on_pick, selection_mode="pick")
+
+
+def point_size(points: int) -> int:
+    """Bigger points when there are few: 52 papers -> 90, 3,000 -> 16."""
+    return max(16, min(90, round(48_000 / max(points, 1))))
 
 
 def short_label(label: str) -> str:
@@ -125,29 +127,30 @@ def _on_pick() -> None:
 
 
 def topic_list(found: TopicSet) -> None:
-    """The topics by size, and the topic picker."""
+    """The topic picker, and every topic by size."""
     st.selectbox(
         "Topic",
         options=list(range(len(found.topics))),
-        format_func=lambda n: f"{found.topics[n].label} · {found.topics[n].size:,}",
+        format_func=lambda n: f"{found.topics[n].label} · {found.topics[n].size:,} papers",
         key=TOPIC,
         on_change=st.session_state.pop,
         args=(PAPER, None),
     )
-    frame = pd.DataFrame(
-        {"Topic": [t.label for t in found.topics], "Papers": [t.size for t in found.topics]}
-    )
-    most = int(frame["Papers"].max())
-    st.dataframe(
-        frame,
-        hide_index=True,
-        height=380,
-        column_config={
-            "Topic": st.column_config.TextColumn(width="large"),
-            "Papers": st.column_config.ProgressColumn(format="%d", min_value=0, max_value=most),
-        },
-        key="topic-table",
-    )
+    with st.expander(f"All {len(found.topics)} topics by size"):
+        frame = pd.DataFrame(
+            {"Topic": [t.label for t in found.topics], "Papers": [t.size for t in found.topics]}
+        )
+        most = int(frame["Papers"].max())
+        st.dataframe(
+            frame,
+            hide_index=True,
+            height=min(400, 38 + 35 * len(frame)),
+            column_config={
+                "Topic": st.column_config.TextColumn(width="large"),
+                "Papers": st.column_config.ProgressColumn(format="%d", min_value=0, max_value=most),
+            },
+            key="topic-table",
+        )
 
 
 def show_topic(assistant: Assistant, topic: Topic) -> None:
@@ -185,7 +188,11 @@ def show_topic(assistant: Assistant, topic: Topic) -> None:
             }
         ),
         hide_index=True,
-        column_config={"Typicality": st.column_config.NumberColumn(format="%.2f")},
+        column_config={
+            "Paper": st.column_config.TextColumn(width="large"),
+            "Id": st.column_config.TextColumn(width="small"),
+            "Typicality": st.column_config.NumberColumn(format="%.2f", width="small"),
+        },
         key="topic-papers",
     )
 
