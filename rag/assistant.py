@@ -27,7 +27,9 @@ from rag.ingest import Progress, ingest
 from rag.llm import Chat, ChatClient, LLMError, OnReset, OnToken
 from rag.papers import FieldMap
 from rag.question import Query, distinctive_terms, read
-from rag.retrieve import Retriever
+from rag.related import Related, related
+from rag.retrieve import Retriever, Scope, vocabulary_of
+from rag.topics import TopicSet, topics_of
 from rag.translate import Translation, translate
 from rag.types import Answer, Filters, Hit, IngestSummary, Notice, Paper, Source
 
@@ -54,6 +56,7 @@ class Assistant:
             lexical=self.retriever.lexical_ceiling,
             rarest_missing=lambda q, t: self.retriever.terms.rarest_missing(q, t),
         )
+        self._topics: dict[tuple[Any, ...], TopicSet] = {}
 
     # -- ingest ------------------------------------------------------------------
 
@@ -273,6 +276,42 @@ class Assistant:
         """The chunk ids and the texts embedded for them (title + chunk), in index order."""
         catalog = self.retriever.catalog
         return catalog.ids, catalog.texts
+
+    # -- the whole index: topics, related papers ----------------------------------------
+
+    def topics(
+        self, filters: Filters | None = None, k: int | None = None, with_map: bool = False
+    ) -> TopicSet:
+        """The topics of the papers inside `filters` (rag/topics.py), with their 2-D map
+        when asked; cached per index version, so only the first call pays."""
+        catalog = self.retriever.catalog
+        filters = filters or Filters()
+        key = (id(catalog), tuple(sorted(filters.to_dict().items())), k)
+        known = self._topics.get(key)
+        if known is not None and (known.mapped or not with_map):
+            return known
+        scope = Scope.of(filters, vocabulary_of(catalog))
+        papers = {
+            pid: sp.paper
+            for pid, sp in catalog.papers.items()
+            if not scope.empty and scope.match(sp.paper)
+        }
+        found = topics_of(
+            self.store, catalog.stamp, papers, self.settings, filters.to_dict(), k, with_map
+        )
+        self._topics = {key: found}  # one index version, one request: the last one asked
+        return found
+
+    def related(self, paper_id: str, top_k: int = 10, filters: Filters | None = None) -> Related:
+        """The stored papers nearest to `paper_id`, never itself (rag/related.py); an
+        unknown id raises `UnknownPaper`, a `RagError`."""
+        catalog = self.retriever.catalog
+        scope = Scope.of(filters or Filters(), vocabulary_of(catalog))
+        if scope.empty:
+            stored = catalog.papers.get(paper_id)
+            return Related(paper_id, stored.paper.label if stored else paper_id, [])
+        keep = scope.match if scope.filters.active else None
+        return related(self.store, catalog, paper_id, top_k, scope.where(), keep)
 
     def warm_up(self) -> None:
         """Load the embedding model's weights now (the first call pays for its set-up)."""

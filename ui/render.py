@@ -18,6 +18,7 @@ from urllib.parse import urlparse
 
 from rag import language
 from rag.citations import CITATION, parse_group
+from rag.related import RelatedPaper
 from rag.text import overlap, split_sentences
 from rag.types import Answer, Filters, Source, SourceRef
 
@@ -186,6 +187,18 @@ def related_html(source: Source) -> str:
         f'<div class="rag-related"><span class="rag-badge rag-badge-muted">{source.n}</span> '
         f'{label} <span class="rag-meta">{where}{link}</span>'
         f'<div class="rag-snippet">{snippet}</div></div>'
+    )
+
+
+def related_paper_html(paper: RelatedPaper) -> str:
+    """One related paper: its similarity, label (derived marked), venue/year and link."""
+    label = f"<b>{escape_html(paper.title)}</b>" + (_DERIVED if paper.title_is_derived else "")
+    where = escape_html(" ".join(str(x) for x in (paper.venue, paper.year) if x))
+    url = safe_url(paper.site)
+    link = f" · {_link(url)}" if url else ""
+    return (
+        f'<div class="rag-related"><span class="rag-score">{paper.score:.2f}</span> '
+        f'{label} <span class="rag-meta">{where}{link}</span></div>'
     )
 
 
