@@ -58,7 +58,9 @@ def candidate_rows(
     return rows
 
 
-def fit(rows: Sequence[dict[str, Any]], l2: float = 1.0, about: dict[str, Any] | None = None):
+def fit(
+    rows: Sequence[dict[str, Any]], l2: float = 1.0, about: dict[str, Any] | None = None
+) -> matching.CutModel:
     """Fit the cut on candidate rows (see the module docstring)."""
     weighed = [r for r in rows if r["features"] is not None]
     if not any(r["member"] for r in weighed) or all(r["member"] for r in weighed):
@@ -95,7 +97,9 @@ def _logistic(z: np.ndarray, y: np.ndarray, l2: float) -> np.ndarray:
     return w
 
 
-def _with_best_threshold(model: matching.CutModel, rows: Sequence[dict[str, Any]]):
+def _with_best_threshold(
+    model: matching.CutModel, rows: Sequence[dict[str, Any]]
+) -> matching.CutModel:
     """The model with the threshold of the best mean F1 over the questions."""
     probability = [model.probability(r["features"]) if r["features"] else -1.0 for r in rows]
     levels = sorted({p for p in probability if p >= 0}, reverse=True)
@@ -125,7 +129,9 @@ def question_sets(
     return sets
 
 
-def mean_f1(rows: Sequence[dict[str, Any]], probability: Sequence[float], threshold: float) -> float:
+def mean_f1(
+    rows: Sequence[dict[str, Any]], probability: Sequence[float], threshold: float
+) -> float:
     """Mean F1 of the questions' predicted sets against their gold sets."""
     scores = []
     for predicted, gold in question_sets(rows, probability, threshold).values():
@@ -150,7 +156,9 @@ def report(rows: Sequence[dict[str, Any]], model: matching.CutModel) -> dict[str
             "questions": len(sets),
             "set_precision": _mean(precision),
             "set_recall": _mean(recall),
-            "mean_f1": round(mean_f1([r for r, _ in mine], [p for _, p in mine], model.threshold), 4),
+            "mean_f1": round(
+                mean_f1([r for r, _ in mine], [p for _, p in mine], model.threshold), 4
+            ),
         }
     return out
 

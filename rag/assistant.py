@@ -300,7 +300,9 @@ class Assistant:
                     )
                 )
         if not hits:
-            return abstention(read_q.question, [], "extractive", "the index holds no matching paper")
+            return abstention(
+                read_q.question, [], "extractive", "the index holds no matching paper"
+            )
         return table_answer(read_q, hits, read_q.columns, notices)
 
     def _one_each(self, parts: Sequence[str], applied: Filters) -> list[Hit]:

@@ -58,7 +58,10 @@ def count_answer(
     if n > len(shown):
         lines.append(f"- … and {n - len(shown)} more, every one listed in the sources.")
         notices.append(
-            Notice("count_listed", f"the first {len(shown)} of {n} papers are cited; all are in the sources")
+            Notice(
+                "count_listed",
+                f"the first {len(shown)} of {n} papers are cited; all are in the sources",
+            )
         )
     answer = Answer(
         query.question,

@@ -186,9 +186,7 @@ class Settings(BaseSettings):
         ge=1,
         description="Papers a count answer cites in its text; every member is in `sources`.",
     )
-    table_rows: int = Field(
-        8, ge=2, le=50, description="Most papers (rows) in a comparison table."
-    )
+    table_rows: int = Field(8, ge=2, le=50, description="Most papers (rows) in a comparison table.")
 
     # --- topics -----------------------------------------------------------------
     topics_k: int = Field(

@@ -165,7 +165,9 @@ class Matcher:
             sentences = split_sentences(paper.abstract) if coverage > 0 else []
             features = {
                 "coverage": coverage,
-                "sentence_coverage": max((terms.coverage(topic, s) for s in sentences), default=0.0),
+                "sentence_coverage": max(
+                    (terms.coverage(topic, s) for s in sentences), default=0.0
+                ),
                 "title_coverage": terms.coverage(topic, paper.label) if paper.label else 0.0,
                 "bm25": min(1.0, float(lexical[i]) / ceiling) if ceiling > 0 else 0.0,
                 "bm25_share": float(lexical[i]) / best_bm25 if best_bm25 > 0 else 0.0,
@@ -185,9 +187,7 @@ class Matcher:
     ) -> Matches:
         """The members of the scope for `topic`: the papers whose P(member) passes the cut."""
         found, in_scope = self.candidates(topic, filters, names)
-        scored = [
-            Candidate(c.paper, c.features, model.probability(c.features)) for c in found
-        ]
+        scored = [Candidate(c.paper, c.features, model.probability(c.features)) for c in found]
         members = sorted(
             (c for c in scored if c.probability >= model.threshold), key=lambda c: -c.probability
         )
@@ -208,7 +208,9 @@ class Matcher:
         position = {pid: n for n, pid in enumerate(ids)}
         best = np.zeros(len(ids), dtype=np.float32)
         if len(scores):
-            where = np.fromiter((position.get(p, -1) for p in rows), dtype=np.int64, count=len(rows))
+            where = np.fromiter(
+                (position.get(p, -1) for p in rows), dtype=np.int64, count=len(rows)
+            )
             keep = where >= 0
             np.maximum.at(best, where[keep], scores[keep])
         return best

@@ -121,7 +121,9 @@ _AGGREGATE_FRAME = frozenset(
 # The columns a comparison table may have, and the words in a question that ask for one.
 COLUMNS = {
     "problem": re.compile(r"\b(problems?|tasks?|goals?|motivations?|challenges?|setting)\b", re.I),
-    "method": re.compile(r"\b(methods?|approach(?:es)?|techniques?|ideas?|algorithms?|how)\b", re.I),
+    "method": re.compile(
+        r"\b(methods?|approach(?:es)?|techniques?|ideas?|algorithms?|how)\b", re.I
+    ),
     "key result": re.compile(
         r"\b(results?|findings?|performance|speed-?ups?|accuracy|gains?|numbers?|figures?)\b", re.I
     ),

@@ -17,13 +17,13 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from rag.extractive import reports_figure
 from rag.question import NAME
 from rag.text import split_sentences
 from rag.types import normalise_text
 
 ELISION = " … "
-MAX_WORDS = 42  # a longer sentence is cut to its opening clause and its cue clause
+MAX_WORDS = 42  # a longer sentence is cut to its opening clauses (and its figure's clause)
+OPENING = 28  # words of opening clauses kept from a long sentence
 
 _CUES = {
     "problem": re.compile(
@@ -33,10 +33,8 @@ _CUES = {
         re.I,
     ),
     "method": re.compile(
-        r"\b(we (?:propose|introduce|present|develop|design|devise|build|give|derive|study|"
-        r"analy[sz]e|establish|revisit|formulate|reformulate|identify)|this (?:paper|work) "
-        r"(?:proposes|introduces|presents|studies|develops)|our (?:method|approach|algorithm|"
-        r"framework)|called|termed|coined|dubbed)\b",
+        r"\b(we (?:propose|introduce|present|develop|design|devise|build)|this (?:paper|work) "
+        r"(?:proposes|introduces|presents|develops)|(?:coined|dubbed|termed) as)\b",
         re.I,
     ),
     "key result": re.compile(
@@ -46,10 +44,34 @@ _CUES = {
     ),
     "data": re.compile(
         r"\b(datasets?|benchmarks?|experiments? (?:on|across|with)|evaluat\w* on|"
-        r"evaluations? on|tasks?|suite|environment|case stud\w*)\b",
+        r"evaluations? on|tasks? (?:including|such as|from)|suite|case stud\w*)\b",
         re.I,
     ),
 }
+
+
+# What a paper does, when it proposes nothing by name: 'we study', 'we show', 'we prove'.
+_METHOD_WEAK = re.compile(
+    r"\b(we (?:study|analy[sz]e|establish|derive|give|formulate|reformulate|revisit|identify|"
+    r"prove|show|reduce|build on|train|use|adopt|implement|transfer|suggest|characteri[sz]e|"
+    r"explore|investigate|extend|resolve|solve|address|apply|refine)|"
+    r"our (?:method|approach|algorithm|framework)|allows us to|this (?:paper|work) (?:studies|explores|investigates|revisits))\b",
+    re.I,
+)
+_MATH = re.compile(r"\$[^$]*\$")
+# A reported quantity: '7.4\\%', '85×', '9.8$\\times$', '+3.4 pp', '100 ms', 'two orders of'.
+_QUANTITY = re.compile(
+    r"\d+(?:\.\d+)?\s*(?:\\?%|×|x\b|\\times|-fold|\s*pp\b|\s*percentage points|\s*ms\b)"
+    r"|\b(?:one|two|three|\d+) orders? of magnitude\b",
+    re.I,
+)
+
+
+def _figure(sentence: str) -> float:
+    """2 for a reported quantity ('7.4%', '85×'), 1 for another number in prose, else 0."""
+    if _QUANTITY.search(sentence):
+        return 2.0
+    return 1.0 if re.search(r"\d", _MATH.sub(" ", sentence)) else 0.0
 
 
 def cells(abstract: str, columns: Sequence[str]) -> dict[str, str]:
@@ -63,18 +85,22 @@ def cells(abstract: str, columns: Sequence[str]) -> dict[str, str]:
             range(len(sentences)), key=lambda j: -_score(column, sentences[j], j, len(sentences))
         )
         fresh = [j for j in ranked if j not in used and _score(column, sentences[j], j, 0) > 0]
-        pick = fresh[0] if fresh else next((j for j in ranked if _fills(column, sentences[j])), None)
+        pick = (
+            fresh[0] if fresh else next((j for j in ranked if _fills(column, sentences[j])), None)
+        )
         if pick is None:
             row[column] = ""
             continue
         used.add(pick)
-        row[column] = _trim(sentences[pick], _CUES.get(column))
+        row[column] = _trim(sentences[pick], column)
     return row
 
 
 def _fills(column: str, sentence: str) -> bool:
     cue = _CUES.get(column)
-    return bool(cue and cue.search(sentence))
+    return bool(cue and cue.search(sentence)) or (
+        column == "method" and bool(_METHOD_WEAK.search(sentence))
+    )
 
 
 def _score(column: str, sentence: str, at: int, total: int) -> float:
@@ -83,13 +109,13 @@ def _score(column: str, sentence: str, at: int, total: int) -> float:
     cue = _CUES.get(column)
     hits = len(cue.findall(sentence)) if cue else 0
     if column == "key result":
-        figure = reports_figure(sentence)
-        score = (2.0 if figure else 0.0) + min(hits, 3) * (1.0 if figure else 0.5)
+        figure = _figure(sentence)
+        score = figure + min(hits, 3) * (1.0 if figure else 0.5)
     elif column == "data":
         names = len(NAME.findall(sentence))
         score = min(hits, 2) * 1.0 + (min(names, 4) * 0.5 if hits else 0.0)
     elif column == "method":
-        score = 3.0 if hits else 0.0
+        score = 3.0 if hits else 1.5 if _METHOD_WEAK.search(sentence) else 0.0
     else:
         score = min(hits, 3) * 1.0
         if _CUES["method"].search(sentence):
@@ -104,17 +130,26 @@ def _score(column: str, sentence: str, at: int, total: int) -> float:
     return score - 0.1 * place
 
 
-def _trim(sentence: str, cue: re.Pattern[str] | None) -> str:
-    """A long sentence -> its opening clause … the clause holding the cue."""
+def _trim(sentence: str, column: str) -> str:
+    """A long sentence -> its opening clauses (up to OPENING words), then, when the part
+    that fills the column comes later (a result's figure), ' … ' and that clause."""
     if len(sentence.split()) <= MAX_WORDS:
         return sentence
-    clauses = [c.strip() for c in re.split(r"(?<=[,;:])\s+|\s+(?=\()", sentence) if c.strip()]
-    if len(clauses) < 2:
+    clauses = [c for c in re.split(r"(?<=[,;:])\s+", sentence) if c.strip()]
+    opening: list[str] = []
+    for clause in clauses:
+        if opening and len(" ".join([*opening, clause]).split()) > OPENING:
+            break
+        opening.append(clause)
+    if len(opening) == len(clauses):  # one long clause: its first words
         return " ".join(sentence.split()[:MAX_WORDS]).rstrip(",;:") + ELISION.rstrip()
-    first = clauses[0].rstrip(",;:")
-    rest = clauses[1:]
-    best = next((c for c in rest if cue is not None and cue.search(c)), rest[-1])
-    return f"{first}{ELISION}{best.rstrip(',;:')}"
+    rest = clauses[len(opening) :]
+    wanted = _figure if column == "key result" else (lambda c: float(_fills(column, c)))
+    head = " ".join(opening).rstrip(",;:")
+    if any(wanted(c) for c in opening) or not any(wanted(c) for c in rest):
+        return head + ELISION.rstrip()
+    best = max(rest, key=wanted)
+    return f"{head}{ELISION}{best.rstrip(',;:')}"
 
 
 def parts(cell: str) -> list[str]:
