@@ -55,7 +55,8 @@ _METHOD_WEAK = re.compile(
     r"\b(we (?:study|analy[sz]e|establish|derive|give|formulate|reformulate|revisit|identify|"
     r"prove|show|reduce|build on|train|use|adopt|implement|transfer|suggest|characteri[sz]e|"
     r"explore|investigate|extend|resolve|solve|address|apply|refine)|"
-    r"our (?:method|approach|algorithm|framework)|allows us to|this (?:paper|work) (?:studies|explores|investigates|revisits))\b",
+    r"our (?:method|approach|algorithm|framework)|allows us to|"
+    r"this (?:paper|work) (?:studies|explores|investigates|revisits))\b",
     re.I,
 )
 _MATH = re.compile(r"\$[^$]*\$")
