@@ -77,7 +77,11 @@ def fit(
         mean={n: round(float(v), 6) for n, v in zip(names, mean, strict=True)},
         scale={n: round(float(v), 6) for n, v in zip(names, scale, strict=True)},
         threshold=0.5,
-        about={**(about or {}), "questions": len({(r["index"], r["id"]) for r in rows})},
+        about={
+            **(about or {}),
+            "questions": len({r["id"] for r in rows}),
+            "rows": len(weighed),
+        },
     )
     return _with_best_threshold(model, rows)
 
