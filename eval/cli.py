@@ -187,6 +187,59 @@ def calibrate_cmd(
     click.echo(f"Wrote {target}, and {out}/rows.jsonl, calibration.json, risk_coverage.png.")
 
 
+@eval_group.command("calibrate-count")
+@click.argument("questions_files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--out", required=True, type=click.Path(file_okay=False), help="Output folder.")
+@corpus_option
+@click.option(
+    "--rows",
+    "extra_rows",
+    multiple=True,
+    type=click.Path(dir_okay=False, exists=True),
+    help="rows.jsonl of an earlier count calibration (e.g. on the 22k index) to fit on too.",
+)
+@click.option(
+    "--write",
+    "model_path",
+    type=click.Path(dir_okay=False),
+    help="Where to write the cut (default: RAG_MATCH_FILE, else the shipped rag/data/match.json).",
+)
+@click.pass_context
+def calibrate_count_cmd(
+    ctx: click.Context,
+    questions_files: tuple[str, ...],
+    out: str,
+    corpora: tuple[str, ...],
+    extra_rows: tuple[str, ...],
+    model_path: str | None,
+) -> None:
+    """Fit the relevance cut of count questions on labelled QUESTIONS_FILES (eval/matchfit.py)."""
+    from eval import matchfit
+    from rag.matching import DEFAULT_MODEL
+
+    settings = eval_settings(ctx, Path(out))
+    rows = [row for path in extra_rows for row in matchfit.read_rows(Path(path))]
+    index_name = "+".join(["seeds", *(Path(c).name for c in corpora)])
+    for path in questions_files:
+        questions = _load(path)
+        assistant, gold, _ = _prepare(settings, questions, path, corpora)
+        with _friendly_errors():
+            rows += matchfit.candidate_rows(assistant, questions, gold, index_name)
+    about = {
+        "files": list(questions_files),
+        "indexes": sorted({r["index"] for r in rows}),
+        "command": "rag eval calibrate-count " + " ".join(questions_files),
+    }
+    try:
+        model = matchfit.fit(rows, about=about)
+    except ValueError as exc:
+        _fail(str(exc))
+    target = Path(model_path or settings.match_file or DEFAULT_MODEL)
+    figures = matchfit.write(Path(out), rows, model, target)
+    click.echo(json.dumps({"threshold": model.threshold, "at_threshold": figures}, indent=2))
+    click.echo(f"Wrote {target}, and {out}/rows.jsonl, calibration.json.")
+
+
 @eval_group.command("compare")
 @questions_argument
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Output folder.")

@@ -13,6 +13,11 @@ Which questions each metric reads:
 - answer_contains: questions with `answer_contains` strings;
 - abstention: every scored question (positive class: unanswerable);
 - in_scope_citations: every question with a `scope` that cites something (gold or not);
+- count_error (|count - gold size|), set_precision and set_recall (the papers counted or
+  compared against the gold set): `count` and `comparison` questions with a gold set (a
+  count's may be empty: 'none');
+- table_support (share of a comparison table's cells that are spans of the abstract
+  their row cites): `comparison` questions that made a table;
 - latency: every question.
 
 Every metric is reported overall, per kind, per group (the question's style tag) and per
@@ -32,6 +37,7 @@ from rag.types import normalise_text
 
 RANKING_KINDS = ("lookup", "factual")
 SET_KINDS = ("multi",)
+AGGREGATE_KINDS = ("count", "comparison")  # answered with a set of papers (and a number)
 CURVE_KS = tuple(range(1, 11))
 SCORE_METRICS = (
     "hit@1",
@@ -45,6 +51,10 @@ SCORE_METRICS = (
     "citation_recall",
     "answer_contains",
     "in_scope_citations",
+    "count_error",
+    "set_precision",
+    "set_recall",
+    "table_support",
 )
 JUDGE_METRICS = ("faithfulness", "answer_relevance")
 QUESTION_METRICS = (*SCORE_METRICS, *JUDGE_METRICS)
@@ -122,10 +132,16 @@ class Outcome:
     cited_sources: tuple[CitedSource, ...] = ()  # metadata of the cited sources
     confidence: float | None = None  # the answer's own answerability score, if it gave one
     top_similarity: float | None = None  # the best hit's dense similarity, if dense ran
+    count: int | None = None  # a count answer's number
+    answered_set: frozenset[str] | None = None  # the papers a count or comparison gave
+    table_support: float | None = None  # share of its table's cells its abstracts hold
 
     @property
     def scored(self) -> bool:
-        """Unanswerable questions are scored on abstention; answerable ones need gold."""
+        """Unanswerable questions are scored on abstention; answerable ones need gold (a
+        count's gold set may be empty: 'how many papers on X' -> 0)."""
+        if self.kind == "count":
+            return self.gold is not None
         return not self.answerable or bool(self.gold)
 
     @property
@@ -225,6 +241,22 @@ def in_scope_citations(scope: Scope, cited: Sequence[CitedSource]) -> float | No
     return sum(scope.matches(c) for c in cited) / len(cited)
 
 
+def set_precision(answered: AbstractSet[str], gold: AbstractSet[str]) -> float | None:
+    """Share of the papers given that are gold; None when none is given:
+    ({"a", "x"}, {"a"}) -> 0.5; (set(), {"a"}) -> None."""
+    return len(answered & gold) / len(answered) if answered else None
+
+
+def set_recall(answered: AbstractSet[str], gold: AbstractSet[str]) -> float | None:
+    """Share of the gold set given; None when the gold set is empty: ({"a"}, {"a", "b"}) -> 0.5."""
+    return len(answered & gold) / len(gold) if gold else None
+
+
+def count_error(count: int, gold: AbstractSet[str]) -> float:
+    """|count - the gold set's size|: (3, {"a", "b"}) -> 1.0."""
+    return float(abs(count - len(gold)))
+
+
 def contains_all(answer: str, expected: Iterable[str]) -> bool:
     """Every expected string is in the answer (case- and spacing-blind).
 
@@ -252,6 +284,12 @@ def question_scores(o: Outcome) -> dict[str, float | None]:
         scores["citation_recall"] = citation_recall(o.cited, gold)
     if o.answer_contains and o.scored:
         scores["answer_contains"] = float(contains_all(o.answer, o.answer_contains))
+    if o.kind in AGGREGATE_KINDS and o.gold is not None and o.answered_set is not None:
+        scores["set_precision"] = set_precision(o.answered_set, o.gold)
+        scores["set_recall"] = set_recall(o.answered_set, o.gold)
+        if o.kind == "count":
+            scores["count_error"] = count_error(o.count or 0, o.gold)
+    scores["table_support"] = o.table_support
     if o.scope is not None:
         scores["in_scope_citations"] = in_scope_citations(o.scope, o.cited_sources)
     scores["faithfulness"] = o.judge.get("faithfulness")

@@ -31,7 +31,7 @@ from rag.load import expand_paths
 from rag.papers import FieldMap
 from rag.types import IngestSummary, Paper, normalise_text
 
-KINDS = ("lookup", "factual", "multi", "unanswerable")
+KINDS = ("lookup", "factual", "multi", "unanswerable", "count", "comparison")
 ID_PREFIX = "id:"
 _KEYS = {
     "id",
@@ -258,8 +258,8 @@ def resolve_gold(questions: Iterable[Question], abstracts: Mapping[str, str]) ->
     resolved: dict[str, frozenset[str] | None] = {}
     problems: list[GoldProblem] = []
     for q in questions:
-        if not q.gold:
-            resolved[q.id] = None
+        if not q.gold:  # a count's empty gold is a set: 'none'
+            resolved[q.id] = frozenset() if q.kind == "count" else None
             continue
         ids: set[str] = set()
         complete = True

@@ -52,6 +52,10 @@ GROUP_COLUMNS = (
     "abstention_recall",
     "false_abstention_rate",
     "in_scope_citations",
+    "count_error",
+    "set_precision",
+    "set_recall",
+    "table_support",
 )
 RISK_ROWS = 8  # curve points listed under the risk-coverage plot
 SWEEP = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)

@@ -9,6 +9,7 @@ from typing import Any
 
 from eval.metrics import CitedSource, Outcome, question_scores
 from eval.questions import Question
+from rag.tables import supported
 
 
 @dataclass(slots=True)
@@ -43,7 +44,33 @@ class Result:
             cited_sources=self.cited_sources(),
             confidence=self.answer.get("confidence"),
             top_similarity=self.top_similarity,
+            count=self.answer.get("count"),
+            answered_set=self.answered_set(),
+            table_support=self.table_support(),
         )
+
+    def answered_set(self) -> frozenset[str] | None:
+        """The papers a count counted (its sources) or a comparison compared (its rows)."""
+        answer = self.answer
+        if answer.get("count") is not None:
+            return frozenset(s["paper_id"] for s in answer["sources"])
+        if answer.get("table") is not None:
+            by_n = {s["n"]: s["paper_id"] for s in answer["sources"]}
+            return frozenset(by_n[r["n"]] for r in answer["table"] if r["n"] in by_n)
+        if self.question.kind in ("count", "comparison"):
+            return frozenset() if answer["abstained"] else None
+        return None
+
+    def table_support(self) -> float | None:
+        """Share of the table's non-empty cells that are spans of their row's abstract."""
+        table = self.answer.get("table")
+        if not table:
+            return None
+        texts = {s["n"]: s["text"] for s in self.answer["sources"]}
+        cells = [(r["n"], c) for r in table for c in r["cells"].values() if c]
+        if not cells:
+            return None
+        return sum(supported(c, texts.get(n, "")) for n, c in cells) / len(cells)
 
     def cited_sources(self) -> tuple[CitedSource, ...]:
         """The cited sources' venue and year (from the answer) and status (from the index)."""

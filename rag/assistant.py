@@ -18,15 +18,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from rag import prompts
+from rag import matching, prompts
 from rag.answer import Answerer, abstention
+from rag.conference import count_answer, table_answer
 from rag.config import BUNDLED_CORPUS, Settings
 from rag.embed import Embedder, make_embedder
 from rag.index import Store, adopt_layout
 from rag.ingest import Progress, ingest
 from rag.llm import Chat, ChatClient, LLMError, OnReset, OnToken
 from rag.papers import FieldMap
-from rag.question import Query, distinctive_terms, read
+from rag.question import Query, distinctive_terms, keywords_of, read
 from rag.related import Related, related
 from rag.retrieve import Retriever, Scope, vocabulary_of
 from rag.topics import TopicSet, topics_of
@@ -56,6 +57,7 @@ class Assistant:
             lexical=self.retriever.lexical_ceiling,
             rarest_missing=lambda q, t: self.retriever.terms.rarest_missing(q, t),
         )
+        self.matcher = matching.Matcher(self.retriever, self.embedder, settings.match_depth)
         self._topics: dict[tuple[Any, ...], TopicSet] = {}
 
     # -- ingest ------------------------------------------------------------------
@@ -225,6 +227,8 @@ class Assistant:
         if applied.active and not self.retriever.holds(applied):
             why = f"this index holds no {applied.describe()} papers"
             answer = abstention(question, [], self.answerer.mode_of(mode), why)
+        elif self._about_many(read_q, query):
+            answer = self.about_many(read_q, applied)
         else:
             hits = self.retriever.search(
                 searched, top_k, applied, retriever, timings, read_q.keywords, prefer
@@ -254,6 +258,62 @@ class Assistant:
         answer.intent = read_q.intent
         answer.language = read_q.language
         return answer
+
+    @property
+    def match_model(self) -> matching.CutModel:
+        """The fitted relevance cut of counts and comparison sets (read on first use)."""
+        return matching.load_model(self.settings.match_file)
+
+    @staticmethod
+    def _about_many(read_q: Query, query: str | None) -> bool:
+        """A count or comparison asked afresh (a follow-up's standalone query is answered
+        as a question about its papers)."""
+        if query:
+            return False
+        if read_q.intent == "count":
+            return bool(read_q.topic)
+        return read_q.intent == "comparison" and bool(read_q.compared or read_q.topic)
+
+    def about_many(self, read_q: Query, applied: Filters) -> Answer:
+        """Answer a count or a comparison (rag/conference.py) inside the applied scope."""
+        if read_q.intent == "count":
+            matches = self.matcher.match(read_q.topic, self.match_model, applied, read_q.terms)
+            fitted_on = int(self.match_model.about.get("questions", 0))
+            coverage = self.retriever.terms.coverage
+            return count_answer(
+                read_q, matches, self.settings.count_cited, coverage, fitted_on, applied.describe()
+            )
+        notices: list[Notice] = []
+        if read_q.compared:
+            hits = self._one_each(read_q.compared, applied)
+        else:
+            matches = self.matcher.match(read_q.topic, self.match_model, applied, read_q.terms)
+            rows = matches.members[: self.settings.table_rows]
+            hits = [Hit(c.paper, round(c.probability, 4)) for c in rows]
+            if not hits:
+                hits = self.retriever.search(read_q.topic, 3, applied, lexical=read_q.topic)
+                notices.append(
+                    Notice(
+                        "table_fallback",
+                        f"no paper passed the relevance cut for '{read_q.topic}': the "
+                        f"{len(hits)} closest are compared",
+                    )
+                )
+        if not hits:
+            return abstention(
+                read_q.question, [], "extractive", "the index holds no matching paper"
+            )
+        return table_answer(read_q, hits, read_q.columns, notices)
+
+    def _one_each(self, parts: Sequence[str], applied: Filters) -> list[Hit]:
+        """The best paper for each thing compared ('GTO', 'the n-draft paper'), no paper twice."""
+        chosen: list[Hit] = []
+        for part in parts:
+            found = self.retriever.search(part, 3, applied, lexical=keywords_of(part))
+            fresh = [h for h in found if h.paper.paper_id not in {c.paper.paper_id for c in chosen}]
+            if fresh:
+                chosen.append(fresh[0])
+        return chosen
 
     def conversation(self) -> Conversation:
         """Start a conversation (one per user or browser session)."""

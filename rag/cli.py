@@ -311,6 +311,8 @@ def print_answer(answer: Answer, streamed: bool = False) -> None:
         if streamed:
             click.echo("")
         click.echo(answer.answer)
+    if answer.table:
+        click.echo("\n" + format_table(answer))
     for notice in answer.notices:
         if notice.startswith("scope: "):  # the scope applied: a plain line, not a warning
             hint = "; --no-scope to search everything" if "read from" in notice else ""
@@ -325,6 +327,41 @@ def print_answer(answer: Answer, streamed: bool = False) -> None:
         click.echo(f" {mark}[{s.n}] {label} — {where} {s.site or s.source}".rstrip())
     total = answer.timings_ms.get("total", 0.0)
     click.echo(click.style(f"\n{answer.mode}, {total:.0f} ms", dim=True), err=True)
+
+
+def format_table(answer: Answer, width: int | None = None) -> str:
+    """A comparison table for a terminal: a grid whose cells wrap to fit `width`
+    (default: the terminal's), one row per paper; an empty cell shows as '—'."""
+    import shutil
+    import textwrap
+
+    rows = answer.table or []
+    columns = list(dict.fromkeys(c for row in rows for c in row.cells))
+    titles = {s.n: s.title for s in answer.sources}
+    width = width or max(60, min(160, shutil.get_terminal_size((100, 24)).columns))
+    first = min(24, max(12, width // 6))
+    rest = max(12, (width - first - 3 * len(columns) - 4) // max(1, len(columns)))
+    widths = [first, *([rest] * len(columns))]
+    rule = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
+
+    def line(texts: list[str]) -> list[str]:
+        wrapped = [textwrap.wrap(t, w) or [""] for t, w in zip(texts, widths, strict=True)]
+        height = max(len(w) for w in wrapped)
+        return [
+            "| "
+            + " | ".join(
+                (w[i] if i < len(w) else "").ljust(size)
+                for w, size in zip(wrapped, widths, strict=True)
+            )
+            + " |"
+            for i in range(height)
+        ]
+
+    out = [rule, *line(["paper", *columns]), rule.replace("-", "=")]
+    for row in rows:
+        label = f"[{row.n}] {titles.get(row.n, '')}"
+        out += [*line([label, *(row.cells.get(c) or "—" for c in columns)]), rule]
+    return "\n".join(out)
 
 
 @main.command("chat")

@@ -168,6 +168,26 @@ class Settings(BaseSettings):
         "'NeurIPS orals since 2016') as filters; flags and UI filters override it.",
     )
 
+    # --- counts and comparison tables ---------------------------------------------
+    match_file: Path | None = Field(
+        None,
+        description="The fitted relevance cut of count questions and comparison sets "
+        "(weights over per-paper evidence and the threshold), written by `rag eval "
+        "calibrate-count`; unset = the one shipped in rag/data/match.json.",
+    )
+    match_depth: int = Field(
+        2000,
+        ge=10,
+        description="Papers of the scope weighed for a count, the best by BM25 and by the "
+        "dense score (every paper of a scope up to this size).",
+    )
+    count_cited: int = Field(
+        20,
+        ge=1,
+        description="Papers a count answer cites in its text; every member is in `sources`.",
+    )
+    table_rows: int = Field(8, ge=2, le=50, description="Most papers (rows) in a comparison table.")
+
     # --- topics -----------------------------------------------------------------
     topics_k: int = Field(
         0,

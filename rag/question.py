@@ -97,6 +97,52 @@ _ENTITY = re.compile(
     r"optimi[sz]ers?|settings?|methods?|domains?|games?|problems?)\b",
     re.I,
 )
+# A count asked per group: 'per year', 'by venue', 'orals vs posters' -> the field.
+_GROUP_BY = (
+    ("year", re.compile(r"\b(?:per|by|each|every|a|over the)\s+years?\b|\byear by year\b", re.I)),
+    ("venue", re.compile(r"\b(?:per|by|each|every)\s+(?:venue|conference)s?\b", re.I)),
+    (
+        "status",
+        re.compile(
+            r"\b(?:per|by|each)\s+(?:status|decision)\b|\b(?:orals?|spotlights?|posters?)\s+"
+            r"(?:vs\.?|versus|and|or|against)\s+(?:orals?|spotlights?|posters?)\b",
+            re.I,
+        ),
+    ),
+    ("area", re.compile(r"\b(?:per|by|each)\s+(?:primary\s+)?(?:area|track|topic area)s?\b", re.I)),
+)
+# Words that frame a count or a comparison, not its topic: 'how many papers are about X'
+# and 'compare the papers on X' search X.
+_AGGREGATE_FRAME = frozenset(
+    """how many number count counts total compare compared comparison comparing versus vs
+    vs. between difference differences table about regarding concerning deal deals
+    tackle tackles involve involves build builds improve improves frame""".split()
+)
+# The columns a comparison table may have, and the words in a question that ask for one.
+COLUMNS = {
+    "problem": re.compile(r"\b(problems?|tasks?|goals?|motivations?|challenges?|setting)\b", re.I),
+    "method": re.compile(
+        r"\b(methods?|approach(?:es)?|techniques?|ideas?|algorithms?|how)\b", re.I
+    ),
+    "key result": re.compile(
+        r"\b(results?|findings?|performance|speed-?ups?|accuracy|gains?|numbers?|figures?)\b", re.I
+    ),
+    "data": re.compile(r"\b(data(?:sets?)?|benchmarks?|experiments?|evaluations?)\b", re.I),
+}
+DEFAULT_COLUMNS = ("problem", "method", "key result")
+# 'compare X and Y' / 'X vs Y' / 'X with Y': the two things compared.
+_COMPARED = re.compile(
+    r"^\s*(?:please\s+)?(?:compare|comparison of|comparison between|difference between|"
+    r"differences between|contrast)\s+(?P<a>.+?)\s+(?:and|with|vs\.?|versus|to|against)\s+"
+    r"(?P<b>.+?)\s*[?.!]*$|^\s*(?P<c>.+?)\s+(?:vs\.?|versus)\s+(?P<d>.+?)\s*[?.!]*$",
+    re.I,
+)
+_SET_WORDS = re.compile(
+    r"^(?:the|all|these|those)\s+(?:\w+[\s-]+){0,3}?(?:papers?|works?|methods?|approaches)\b"
+    r"|^(?:the\s+)?papers?\b",
+    re.I,
+)
+
 _PLURAL = re.compile(r"\b(papers|works|studies|methods|approaches|articles|submissions)\b", re.I)
 
 # Details an abstract record never or rarely holds.
@@ -187,6 +233,10 @@ class Query:
     corrections: dict[str, str] = field(default_factory=dict)  # typo -> the index's word
     aliases: dict[str, tuple[str, ...]] = field(default_factory=dict)  # 'DCT' -> spelled out
     implied: tuple[str, ...] = ()  # acronyms of what the question spells out ('dct')
+    group_by: str | None = None  # a count per 'year' | 'venue' | 'status' | 'area'
+    topic: str = ""  # what a count or comparison is about: 'how many papers on X' -> 'X'
+    compared: tuple[str, ...] = ()  # 'compare X and Y' -> ('X', 'Y'); () for a set
+    columns: tuple[str, ...] = ()  # a comparison's columns: ('problem', 'method', ...)
 
     @property
     def english(self) -> str:
@@ -239,8 +289,16 @@ def read(question: str, vocabulary: Vocabulary | None = None) -> Query:
     """Read a question: 'which ICLR 2026 papers use DCT?' -> Query(text='which papers use
     DCT?', read_scope=Filters(venue='ICLR', year=2026), intent='papers', terms=('DCT',))."""
     question = " ".join(question.split())
-    scope, spans, text = read_scope(question, vocabulary or Vocabulary())
+    group_by, ungrouped = grouping_of(question)
+    scope, spans, text = read_scope(ungrouped, vocabulary or Vocabulary())
     intent = intent_of(text)
+    compared: tuple[str, ...] = ()
+    columns: tuple[str, ...] = ()
+    topic = ""
+    if intent == "count":
+        topic = topic_of(text)
+    elif intent == "comparison":
+        compared, columns, topic = comparison_of(text)
     plural = intent in ("papers", "count", "comparison") or bool(_PLURAL.search(text))
     wants = None
     if intent == "figure":
@@ -265,7 +323,58 @@ def read(question: str, vocabulary: Vocabulary | None = None) -> Query:
         refers_back=refers,
         ordinal=ordinal_of(question) if refers else None,
         subject=subject,
+        group_by=group_by if intent == "count" else None,
+        topic=topic,
+        compared=compared,
+        columns=columns,
     )
+
+
+def grouping_of(question: str) -> tuple[str | None, str]:
+    """'how many papers on GANs per year' -> ('year', 'how many papers on GANs'); 'orals
+    vs posters' is a grouping, not a scope of orals."""
+    for name, pattern in _GROUP_BY:
+        match = pattern.search(question)
+        if match:
+            rest = question[: match.start()] + question[match.end() :]
+            return name, " ".join(rest.split())
+    return None, question
+
+
+def topic_of(text: str) -> str:
+    """What a count or a comparison is about: 'how many papers are about RL for LLM
+    reasoning?' -> 'RL LLM reasoning'."""
+    kept = [w for w in keywords_of(text).split() if w.casefold() not in _AGGREGATE_FRAME]
+    return " ".join(kept) or keywords_of(text)
+
+
+def comparison_of(text: str) -> tuple[tuple[str, ...], tuple[str, ...], str]:
+    """(the things compared, the columns asked, the topic of a set): 'compare GTO and
+    the n-draft paper' -> (('GTO', 'the n-draft paper'), DEFAULT_COLUMNS, ''); 'compare
+    the papers on bilevel optimization: method and results' -> ((), ('method', 'key
+    result'), 'bilevel optimization')."""
+    body, _, asked = text.partition(":")
+    body = body.strip()
+    lead = re.match(
+        r"^\s*(?:please\s+)?compare\s+(?:the\s+|their\s+)?(?P<cols>(?:[\w-]+\s+){0,6}?)of\s+",
+        body,
+        re.I,
+    )
+    if lead and lead.group("cols") and any(p.search(lead.group("cols")) for p in COLUMNS.values()):
+        asked = f"{asked} {lead.group('cols')}"  # 'compare the datasets of X and Y'
+        body = "compare " + body[lead.end() :]
+    trail = re.search(r"\s+(?:in terms of|on their|by their|regarding)\s+(?P<cols>.+)$", body, re.I)
+    if trail:
+        asked, body = f"{asked} {trail.group('cols')}", body[: trail.start()]
+    columns = tuple(name for name, pattern in COLUMNS.items() if pattern.search(asked))
+    columns = columns or DEFAULT_COLUMNS
+    match = _COMPARED.match(body)
+    if match:
+        a, b = (match.group("a"), match.group("b")) if match.group("a") else match.group("c", "d")
+        a = re.sub(r"^\s*(?:please\s+)?compare\s+", "", a, flags=re.I)
+        if not _SET_WORDS.match(a.strip()):
+            return (a.strip(), b.strip()), columns, ""
+    return (), columns, topic_of(body)
 
 
 def keywords_of(text: str) -> str:

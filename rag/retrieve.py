@@ -516,6 +516,12 @@ class Retriever:
         counts = [df.get(stem, 0) for stem in content_words(word)]
         return math.log1p(min(counts)) if counts else 0.0
 
+    def bm25_rows(self, query: str) -> tuple[list[str], np.ndarray]:
+        """The paper of every chunk row, and each row's BM25 score for the query (what a
+        count weighs over the whole scope, rag/matching.py)."""
+        state = self._state()
+        return state.catalog.paper_of, state.bm25.scores(query)
+
     def lexical_ceiling(self, query: str) -> float:
         """The best BM25 score the query could reach here (see `BM25Index.ceiling`)."""
         return self._state().bm25.ceiling(query)

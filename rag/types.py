@@ -80,6 +80,10 @@ class Notice(str):
         "translate_failed": "warning",  # the LLM could not translate it: glossed offline
         "untranslated": "warning",  # offline, no dictionary for its language
         "quotes_english": "info",  # the offline answer to it quotes English abstracts
+        "count_cut": "info",  # how a count's set was decided (the fitted relevance cut)
+        "count_listed": "info",  # a large set: the first papers cited, every one in sources
+        "table_quoted": "info",  # the comparison table's cells are quoted, not written
+        "table_fallback": "warning",  # no paper passed the cut: the closest ones compared
     }
 
     code: str
@@ -246,6 +250,14 @@ class Source:
 
 
 @dataclass(slots=True)
+class TableRow:
+    """One row of a comparison table: source `n` and its cells, column -> quoted text."""
+
+    n: int
+    cells: dict[str, str]
+
+
+@dataclass(slots=True)
 class Answer:
     """What `rag ask --json` prints, and what the UI and eval consume."""
 
@@ -267,6 +279,10 @@ class Answer:
     confidence: float | None = None  # answerability in 0..1 (higher: better supported)
     follow_up: bool = False  # read as a follow-up of the previous turn
     evidence: dict[str, float] = field(default_factory=dict)  # what `confidence` is made of
+    # Questions about many papers (rag/matching.py, rag/conference.py):
+    count: int | None = None  # a count question: how many papers match
+    count_by: dict[str, dict[str, int]] | None = None  # {"year": {"2017": 3, ...}} if asked
+    table: list[TableRow] | None = None  # a comparison: one row per compared source
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON-ready form (the `--json` contract): `notices` as strings, and

@@ -226,3 +226,39 @@ def test_topics_map_renders_and_a_topic_is_asked_about(app_url: str) -> None:
         page.screenshot(path=SHOTS / "09-related-papers.png")
         assert page.locator('[data-testid="stException"]').count() == 0
         browser.close()
+
+
+def test_a_comparison_table_and_a_count_render(app_url: str) -> None:
+    """'compare X and Y' renders its quoted table, each row linked to its source card;
+    a count question lists its papers and says how the set was decided."""
+    assert Path(CHROMIUM).exists(), "chromium is missing: apt-get install -y chromium"
+    from playwright.sync_api import expect, sync_playwright
+
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1360, "height": 1000})
+        page.set_default_timeout(90_000)
+        expect.set_options(timeout=90_000)
+        page.goto(app_url)
+        expect(page.get_by_role("heading", name="Ask the abstracts")).to_be_visible()
+        _wait_idle(page)
+        _ask(page, "compare GTO and the n-draft speculative sampling paper")
+        table = page.locator(".rag-table").first
+        expect(table).to_be_visible()
+        expect(table.locator("tbody tr")).to_have_count(2)
+        expect(table.locator("th")).to_have_text(["Paper", "Problem", "Method", "Key result"])
+        expect(table.locator('a[href="#src-0-1"]')).to_be_visible()
+        expect(table).to_contain_text("7.4")
+        _wait_idle(page)
+        table.evaluate("e => e.scrollIntoView({block: 'center'})")
+        page.screenshot(path=SHOTS / "10-comparison-table.png")
+
+        _ask(page, "how many ICLR 2026 papers study speculative decoding?")
+        expect(page.get_by_text("2 papers", exact=False).last).to_be_visible()
+        expect(page.get_by_text("counted paper by paper", exact=False)).to_be_visible()
+        _wait_idle(page)
+        page.get_by_text("counted paper by paper", exact=False).scroll_into_view_if_needed()
+        page.screenshot(path=SHOTS / "11-count.png")
+        assert page.locator('[data-testid="stException"]').count() == 0
+        browser.close()

@@ -79,6 +79,8 @@ def show_answer(turn: int, question: str, answer: Answer, scope: Scope | None = 
         show_abstention(turn, question, answer, scope)
         return
     st.markdown(render.answer_markdown(answer, turn))
+    if answer.table:
+        st.markdown(render.table_html(answer, turn), unsafe_allow_html=True)
     scope_chips(turn, question, answer, scope)
     show_notices(answer)
     _footer(answer)

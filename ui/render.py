@@ -212,9 +212,55 @@ def reference_line(source: Source) -> str:
     return ". ".join(p for p in parts if p)
 
 
+def table_columns(answer: Answer) -> list[str]:
+    """A comparison table's columns, in the order its rows give them."""
+    return list(dict.fromkeys(c for row in answer.table or [] for c in row.cells))
+
+
+def table_html(answer: Answer, turn: int) -> str:
+    """The comparison table: one row per paper (its [n] badge links to its card), every
+    cell escaped; an empty cell shows as '—'."""
+    columns = table_columns(answer)
+    by_n = {s.n: s for s in answer.sources}
+    head = "".join(f"<th>{escape_html(c.capitalize())}</th>" for c in ["paper", *columns])
+    body = []
+    for row in answer.table or []:
+        source = by_n.get(row.n)
+        title = escape_html(source.title) if source else ""
+        paper = f'<a class="rag-badge" href="#{anchor(turn, row.n)}">{row.n}</a> {title}'
+        cells = "".join(f"<td>{escape_html(row.cells.get(c) or '—')}</td>" for c in columns)
+        body.append(f'<tr><td class="rag-table-paper">{paper}</td>{cells}</tr>')
+    return (
+        f'<table class="rag-table"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table>"
+    )
+
+
+def table_markdown(answer: Answer) -> str:
+    """The comparison table as a GitHub Markdown table ('|' in a cell escaped)."""
+    columns = table_columns(answer)
+    by_n = {s.n: s for s in answer.sources}
+
+    def cell(text: str) -> str:
+        return " ".join(text.split()).replace("|", "\\|") or "—"
+
+    lines = [
+        "| paper | " + " | ".join(columns) + " |",
+        "|---" * (len(columns) + 1) + "|",
+    ]
+    for row in answer.table or []:
+        title = by_n[row.n].title if row.n in by_n else ""
+        cells = [cell(row.cells.get(c, "")) for c in columns]
+        lines.append(f"| [{row.n}] {cell(title)} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def answer_with_references(answer: Answer) -> str:
-    """One answer as Markdown with its reference list (what the copy button holds)."""
+    """One answer as Markdown with its table, if any, and its reference list (what the
+    copy button holds)."""
     lines = [answer.answer.strip()]
+    if answer.table:
+        lines += ["", table_markdown(answer)]
     refs = cited_sources(answer) if not answer.abstained else []
     if refs:
         lines += ["", "References:", *(f"- {reference_line(s)}" for s in refs)]

@@ -1,0 +1,194 @@
+"""Labelled count questions -> the relevance cut of counts: `rag eval calibrate-count`.
+
+Each question is read as `rag ask` reads it (its scope and topic, rag/question.py), every
+paper of its scope the matcher weighs (rag/matching.py) becomes one row: its evidence and
+whether it is in the question's gold set. A logistic model (L2-regularised, Newton's
+method) is fitted on the rows; the threshold is the one that maximises the mean F1 of
+the questions' sets (a question whose gold set is empty scores 1 when nothing passes,
+else 0), put halfway between the two probabilities it separates. Rows of other indexes
+(`--rows`, e.g. the 22k-abstract index) join the fit. Writes `rows.jsonl`,
+`calibration.json` (the model and its per-question sets) and the model file.
+
+The questions fitted on must not be the ones the count is evaluated on: the shipped cut
+is fitted on eval/questions/count-calibration.jsonl and scored on conference.jsonl.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from eval.metrics import set_precision, set_recall
+from eval.questions import Question, ResolvedGold
+from rag import matching
+from rag.assistant import Assistant
+
+
+def candidate_rows(
+    assistant: Assistant, questions: Sequence[Question], gold: ResolvedGold, index: str
+) -> list[dict[str, Any]]:
+    """One row per weighed paper per count question with a resolved gold set."""
+    rows = []
+    for q in questions:
+        members = gold.ids.get(q.id)
+        if q.kind != "count" or members is None:
+            continue
+        read_q, applied = assistant.plan(q.question)
+        topic = read_q.topic or read_q.keywords
+        found, _ = assistant.matcher.candidates(topic, applied, read_q.terms)
+        rows += [
+            {
+                "id": q.id,
+                "index": index,
+                "paper_id": c.paper.paper_id,
+                "member": c.paper.paper_id in members,
+                "features": c.features,
+            }
+            for c in found
+        ]
+        rows += [  # gold papers the matcher never weighed: misses whatever the cut
+            {"id": q.id, "index": index, "paper_id": pid, "member": True, "features": None}
+            for pid in sorted(members - {c.paper.paper_id for c in found})
+        ]
+    return rows
+
+
+def fit(
+    rows: Sequence[dict[str, Any]], l2: float = 1.0, about: dict[str, Any] | None = None
+) -> matching.CutModel:
+    """Fit the cut on candidate rows (see the module docstring)."""
+    weighed = [r for r in rows if r["features"] is not None]
+    if not any(r["member"] for r in weighed) or all(r["member"] for r in weighed):
+        raise ValueError("the count cut needs member and non-member papers")
+    names = matching.FEATURES
+    x = np.array([[r["features"][n] for n in names] for r in weighed], dtype=np.float64)
+    y = np.array([r["member"] for r in weighed], dtype=np.float64)
+    mean, scale = x.mean(axis=0), x.std(axis=0)
+    scale[scale == 0] = 1.0
+    w = _logistic((x - mean) / scale, y, l2)
+    model = matching.CutModel(
+        weights={n: round(float(v), 6) for n, v in zip(names, w[:-1], strict=True)},
+        bias=round(float(w[-1]), 6),
+        mean={n: round(float(v), 6) for n, v in zip(names, mean, strict=True)},
+        scale={n: round(float(v), 6) for n, v in zip(names, scale, strict=True)},
+        threshold=0.5,
+        about={
+            **(about or {}),
+            "questions": len({r["id"] for r in rows}),
+            "rows": len(weighed),
+        },
+    )
+    return _with_best_threshold(model, rows)
+
+
+def _logistic(z: np.ndarray, y: np.ndarray, l2: float) -> np.ndarray:
+    """Weights (last: the bias) of an L2-regularised logistic regression, by Newton."""
+    z = np.hstack([z, np.ones((len(z), 1))])
+    w = np.zeros(z.shape[1])
+    penalty = np.eye(z.shape[1]) * l2
+    penalty[-1, -1] = 0.0  # the bias is not shrunk
+    for _ in range(50):
+        p = 1.0 / (1.0 + np.exp(-np.clip(z @ w, -60, 60)))
+        step = np.linalg.solve((z.T * (p * (1 - p))) @ z + penalty, z.T @ (p - y) + penalty @ w)
+        w -= step
+        if np.abs(step).max() < 1e-8:
+            break
+    return w
+
+
+def _with_best_threshold(
+    model: matching.CutModel, rows: Sequence[dict[str, Any]]
+) -> matching.CutModel:
+    """The model with the threshold of the best mean F1 over the questions."""
+    probability = [model.probability(r["features"]) if r["features"] else -1.0 for r in rows]
+    levels = sorted({p for p in probability if p >= 0}, reverse=True)
+    best, best_f1 = 0.5, -1.0
+    for at, level in enumerate(levels):
+        f1 = mean_f1(rows, probability, level)
+        if f1 > best_f1 + 1e-9:
+            below = levels[at + 1] if at + 1 < len(levels) else 0.0
+            best, best_f1 = (level + below) / 2, f1
+    threshold = math.floor(best * 1e4) / 1e4
+    return matching.CutModel(
+        model.weights, model.bias, model.mean, model.scale, threshold, model.about
+    )
+
+
+def question_sets(
+    rows: Sequence[dict[str, Any]], probability: Sequence[float], threshold: float
+) -> dict[tuple[str, str], tuple[set[str], set[str]]]:
+    """(index, question id) -> (predicted set, gold set) at a threshold."""
+    sets: dict[tuple[str, str], tuple[set[str], set[str]]] = {}
+    for row, p in zip(rows, probability, strict=True):
+        predicted, gold = sets.setdefault((row["index"], row["id"]), (set(), set()))
+        if p >= threshold:
+            predicted.add(row["paper_id"])
+        if row["member"]:
+            gold.add(row["paper_id"])
+    return sets
+
+
+def mean_f1(
+    rows: Sequence[dict[str, Any]], probability: Sequence[float], threshold: float
+) -> float:
+    """Mean F1 of the questions' predicted sets against their gold sets."""
+    scores = []
+    for predicted, gold in question_sets(rows, probability, threshold).values():
+        if not gold:
+            scores.append(1.0 if not predicted else 0.0)
+            continue
+        hit = len(predicted & gold)
+        scores.append(2 * hit / (len(predicted) + len(gold)))
+    return sum(scores) / len(scores) if scores else 0.0
+
+
+def report(rows: Sequence[dict[str, Any]], model: matching.CutModel) -> dict[str, Any]:
+    """Per index: mean set precision, recall and F1 at the model's threshold."""
+    probability = [model.probability(r["features"]) if r["features"] else -1.0 for r in rows]
+    out: dict[str, Any] = {}
+    for index in sorted({r["index"] for r in rows}):
+        mine = [(r, p) for r, p in zip(rows, probability, strict=True) if r["index"] == index]
+        sets = question_sets([r for r, _ in mine], [p for _, p in mine], model.threshold)
+        precision = [set_precision(a, b) for a, b in sets.values()]
+        recall = [set_recall(a, b) for a, b in sets.values()]
+        out[index] = {
+            "questions": len(sets),
+            "set_precision": _mean(precision),
+            "set_recall": _mean(recall),
+            "mean_f1": round(
+                mean_f1([r for r, _ in mine], [p for _, p in mine], model.threshold), 4
+            ),
+        }
+    return out
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return round(sum(present) / len(present), 4) if present else None
+
+
+def write(
+    out: Path, rows: Sequence[dict[str, Any]], model: matching.CutModel, model_path: Path
+) -> dict[str, Any]:
+    """Write rows.jsonl, calibration.json and the model file; return the report."""
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "rows.jsonl", "w", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+    figures = report(rows, model)
+    data = {"model": model.to_json(), "at_threshold": figures}
+    (out / "calibration.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    model_path.write_text(json.dumps(model.to_json(), indent=2) + "\n", encoding="utf-8")
+    matching.load_model.cache_clear()
+    return figures
+
+
+def read_rows(path: Path) -> list[dict[str, Any]]:
+    """Rows written by an earlier calibration (`rows.jsonl`)."""
+    with open(path, encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]

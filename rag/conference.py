@@ -1,0 +1,123 @@
+"""Questions about many papers -> Answers: counts (with groups) and comparison tables.
+
+A count ('how many ICLR 2026 papers study speculative decoding?') answers with the number,
+the papers (the first `count_cited` cited in the text, every member in `sources`, most
+probable first), the groups when asked ('per year' -> `count_by`), and a notice saying
+how the set was decided (rag/matching.py). A comparison ('compare GTO and the n-draft
+paper', 'compare the papers on bilevel optimization') answers with a table, one row per
+paper, its cells quoted from the abstracts (rag/tables.py). Both are made the same way
+with or without an LLM endpoint: what they state is the abstracts' own words.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+
+from rag import tables
+from rag.answer import make_sources
+from rag.matching import Matches
+from rag.question import Query
+from rag.text import split_sentences
+from rag.types import Answer, Hit, Notice, Paper, Source, TableRow
+
+Coverage = Callable[[str, str], float]
+
+
+def count_answer(
+    query: Query, matches: Matches, cite: int, coverage: Coverage, fitted_on: int, scope: str
+) -> Answer:
+    """The count, its papers and how they were chosen."""
+    members = matches.members
+    hits = [Hit(c.paper, round(c.probability, 4)) for c in members]
+    sources = make_sources(hits)
+    shown = sources[:cite]
+    for source in shown:
+        source.cited = True
+        source.highlights = _best_sentence(matches.topic, source, coverage)
+    where = f" among the {scope} papers" if scope else ""
+    n = len(members)
+    head = f"**{n} paper{'s' if n != 1 else ''}**{where} match “{matches.topic}”"
+    lines = [head + (":" if n else ".")]
+    lines += [f"- **{s.title}** [{s.n}]" for s in shown]
+    count_by = None
+    if query.group_by:
+        groups = group_counts([c.paper for c in members], query.group_by)
+        count_by = {query.group_by: groups}
+        listed = ", ".join(f"{k}: {v}" for k, v in groups.items()) or "none"
+        lines.insert(1, f"By {query.group_by}: {listed}.")
+    notices = [
+        Notice(
+            "count_cut",
+            f"counted paper by paper over the {matches.in_scope:,} papers in scope "
+            f"({matches.weighed:,} weighed on their evidence): a paper counts when P(about "
+            f"'{matches.topic}') >= {matches.threshold:.2f}, a cut fitted on {fitted_on} "
+            "labelled count questions",
+        )
+    ]
+    if n > len(shown):
+        lines.append(f"- … and {n - len(shown)} more, every one listed in the sources.")
+        notices.append(
+            Notice(
+                "count_listed",
+                f"the first {len(shown)} of {n} papers are cited; all are in the sources",
+            )
+        )
+    answer = Answer(
+        query.question,
+        "\n".join(lines),
+        abstained=False,
+        citations=[s.n for s in shown],
+        sources=sources,
+        mode="extractive",
+        notices=notices,
+    )
+    answer.count, answer.count_by = n, count_by
+    return answer
+
+
+def group_counts(papers: Sequence[Paper], field: str) -> dict[str, int]:
+    """Papers per value of a field, in the field's order: years ascending, others by
+    size: ([2017, 2018, 2017], 'year') -> {'2017': 2, '2018': 1}; unknown -> 'unknown'."""
+    counted = Counter(str(getattr(p, field) or "unknown") for p in papers)
+    if field == "year":
+        return dict(sorted(counted.items()))
+    return dict(counted.most_common())
+
+
+def table_answer(
+    query: Query, hits: Sequence[Hit], columns: Sequence[str], notices: Sequence[Notice] = ()
+) -> Answer:
+    """One quoted row per paper; the text names the papers, the table compares them."""
+    sources = make_sources(list(hits))
+    rows = []
+    for source in sources:
+        row = tables.cells(source.text, columns)
+        source.cited = True
+        source.highlights = [p for cell in row.values() for p in tables.parts(cell)][:3]
+        rows.append(TableRow(source.n, row))
+    named = "; ".join(f"**{s.title}** [{s.n}]" for s in sources)
+    listed = ", ".join(columns[:-1]) + (" and " if len(columns) > 1 else "") + columns[-1]
+    text = f"Comparing {len(sources)} papers on {listed} (quoted from each abstract): {named}."
+    answer = Answer(
+        query.question,
+        text,
+        abstained=False,
+        citations=[s.n for s in sources],
+        sources=sources,
+        mode="extractive",
+        notices=[
+            *notices,
+            Notice("table_quoted", "every cell is quoted from the abstract of the paper it cites"),
+        ],
+    )
+    answer.table = rows
+    return answer
+
+
+def _best_sentence(topic: str, source: Source, coverage: Coverage) -> list[str]:
+    """The sentence of an abstract that holds most of the topic (the card's quote)."""
+    sentences = split_sentences(source.text)
+    if not sentences:
+        return []
+    return [max(sentences, key=lambda s: coverage(topic, s))]

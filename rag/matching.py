@@ -1,0 +1,228 @@
+"""A topic + a scope -> every paper of the scope that is about it: the set a count counts.
+
+Retrieval (rag/retrieve.py) ranks the top k; a count needs a set, decided paper by paper
+over the whole scope. Each paper of the scope is weighed (the best `match_depth` by BM25
+and by cosine, which is every paper of a scope up to that size) on its evidence, each
+in about 0..1:
+  - `coverage`: IDF-weighted share of the topic's content words the paper holds;
+  - `sentence_coverage`: the same share for its best sentence (the words together:
+    'speculative decoding' in one sentence, not 'speculative' here and 'decoding' there);
+  - `title_coverage`: the same share for its title or derived label;
+  - `bm25`: its best chunk's BM25 score over the topic's ceiling (rag/retrieve.py);
+  - `bm25_share`: that score over the best one in the scope;
+  - `dense`: cosine of the topic to the paper's vector;
+  - `dense_gap`: how far its cosine is below the best one in the scope;
+  - `terms`: share of the topic's names ('GRPO', 'DCT') the paper names.
+A logistic model over them gives P(member); members are the papers at or above its
+threshold. Weights and threshold are fitted on labelled count questions by `rag eval
+calibrate-count` (eval/matchfit.py) and read from rag/data/match.json (or
+RAG_MATCH_FILE); nothing is hand-set. What it leaves out: the LLM (a set of hundreds is
+decided offline, the same with or without an endpoint).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rag.embed import Embedder
+from rag.retrieve import Retriever, Scope
+from rag.text import mentions, split_sentences
+from rag.types import Filters, Paper
+
+FEATURES = (
+    "coverage",
+    "sentence_coverage",
+    "title_coverage",
+    "bm25",
+    "bm25_share",
+    "dense",
+    "dense_gap",
+    "terms",
+)
+DEFAULT_MODEL = Path(__file__).parent / "data" / "match.json"
+
+
+@dataclass(frozen=True, slots=True)
+class CutModel:
+    """A logistic model over per-paper evidence, and the threshold of membership."""
+
+    weights: dict[str, float]
+    bias: float
+    mean: dict[str, float]
+    scale: dict[str, float]
+    threshold: float
+    about: dict[str, Any] = field(default_factory=dict)
+
+    def probability(self, features: dict[str, float]) -> float:
+        """P(the paper belongs to the set | its evidence)."""
+        z = self.bias + sum(
+            w * (features[n] - self.mean[n]) / (self.scale[n] or 1.0)
+            for n, w in self.weights.items()
+        )
+        return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
+
+    def to_json(self) -> dict[str, Any]:
+        """The on-disk form."""
+        return {
+            "features": list(self.weights),
+            "weights": self.weights,
+            "bias": self.bias,
+            "mean": self.mean,
+            "scale": self.scale,
+            "threshold": self.threshold,
+            "about": self.about,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> CutModel:
+        """Read the on-disk form; ValueError when a feature is unknown."""
+        unknown = set(data["weights"]) - set(FEATURES)
+        if unknown:
+            raise ValueError(f"unknown match features: {', '.join(sorted(unknown))}")
+        return cls(
+            weights={k: float(v) for k, v in data["weights"].items()},
+            bias=float(data["bias"]),
+            mean={k: float(v) for k, v in data["mean"].items()},
+            scale={k: float(v) for k, v in data["scale"].items()},
+            threshold=float(data["threshold"]),
+            about=dict(data.get("about", {})),
+        )
+
+
+@lru_cache(maxsize=4)
+def load_model(path: Path | None = None) -> CutModel:
+    """The fitted cut (default: the one shipped in rag/data)."""
+    path = path or DEFAULT_MODEL
+    try:
+        return CutModel.from_json(json.loads(Path(path).read_text(encoding="utf-8")))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"cannot read the match model {path}: {exc}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One paper of the scope, its evidence and, once a model is applied, P(member)."""
+
+    paper: Paper
+    features: dict[str, float]
+    probability: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Matches:
+    """The papers of a scope weighed for a topic: members first, most probable first."""
+
+    topic: str
+    members: list[Candidate]
+    weighed: int  # papers whose evidence was measured
+    in_scope: int  # papers inside the scope
+    threshold: float
+
+
+class Matcher:
+    """Weighs every paper of a scope for a topic; one per `Assistant`, thread-safe."""
+
+    def __init__(self, retriever: Retriever, embedder: Embedder, depth: int) -> None:
+        self.retriever = retriever
+        self.embedder = embedder
+        self.depth = depth
+        self._lock = threading.Lock()
+        self._vectors: tuple[int, list[str], np.ndarray] | None = None
+
+    def candidates(
+        self, topic: str, filters: Filters | None = None, names: tuple[str, ...] = ()
+    ) -> tuple[list[Candidate], int]:
+        """The evidence of the scope's papers most likely to be about `topic` (at most
+        `depth`), and how many papers the scope holds."""
+        catalog = self.retriever.catalog
+        ids, vectors = self._paper_vectors()
+        scope = Scope.of(filters or Filters(), self.retriever.vocabulary())
+        inside = np.array(
+            [not scope.empty and scope.match(catalog.papers[pid].paper) for pid in ids], dtype=bool
+        )
+        if not inside.any():
+            return [], 0
+        dense = vectors @ self.embedder.embed_query(topic) if len(ids) else np.zeros(0)
+        lexical = self._bm25_per_paper(topic, ids)
+        ceiling = self.retriever.lexical_ceiling(topic)
+        best_dense = float(dense[inside].max())
+        best_bm25 = float(lexical[inside].max())
+        order = _pool(dense, lexical, inside, self.depth)
+        terms = self.retriever.terms
+        found = []
+        for i in order:
+            paper = catalog.papers[ids[i]].paper
+            text = f"{paper.label} {paper.abstract}"
+            coverage = terms.coverage(topic, text)
+            sentences = split_sentences(paper.abstract) if coverage > 0 else []
+            features = {
+                "coverage": coverage,
+                "sentence_coverage": max(
+                    (terms.coverage(topic, s) for s in sentences), default=0.0
+                ),
+                "title_coverage": terms.coverage(topic, paper.label) if paper.label else 0.0,
+                "bm25": min(1.0, float(lexical[i]) / ceiling) if ceiling > 0 else 0.0,
+                "bm25_share": float(lexical[i]) / best_bm25 if best_bm25 > 0 else 0.0,
+                "dense": float(dense[i]),
+                "dense_gap": best_dense - float(dense[i]),
+                "terms": sum(mentions(text, t) for t in names) / len(names) if names else 0.0,
+            }
+            found.append(Candidate(paper, {k: round(v, 4) for k, v in features.items()}))
+        return found, int(inside.sum())
+
+    def match(
+        self,
+        topic: str,
+        model: CutModel,
+        filters: Filters | None = None,
+        names: tuple[str, ...] = (),
+    ) -> Matches:
+        """The members of the scope for `topic`: the papers whose P(member) passes the cut."""
+        found, in_scope = self.candidates(topic, filters, names)
+        scored = [Candidate(c.paper, c.features, model.probability(c.features)) for c in found]
+        members = sorted(
+            (c for c in scored if c.probability >= model.threshold), key=lambda c: -c.probability
+        )
+        return Matches(topic, members, len(found), in_scope, model.threshold)
+
+    def _paper_vectors(self) -> tuple[list[str], np.ndarray]:
+        """Every paper's unit vector, read from the store once per catalog (22k: ~2 s)."""
+        catalog = self.retriever.catalog
+        with self._lock:
+            if self._vectors is None or self._vectors[0] != id(catalog):
+                ids, matrix = self.retriever.store.paper_vectors(catalog.papers)
+                self._vectors = (id(catalog), ids, matrix)
+            return self._vectors[1], self._vectors[2]
+
+    def _bm25_per_paper(self, topic: str, ids: list[str]) -> np.ndarray:
+        """Each paper's best chunk BM25 score for the topic, in the order of `ids`."""
+        rows, scores = self.retriever.bm25_rows(topic)
+        position = {pid: n for n, pid in enumerate(ids)}
+        best = np.zeros(len(ids), dtype=np.float32)
+        if len(scores):
+            where = np.fromiter(
+                (position.get(p, -1) for p in rows), dtype=np.int64, count=len(rows)
+            )
+            keep = where >= 0
+            np.maximum.at(best, where[keep], scores[keep])
+        return best
+
+
+def _pool(dense: np.ndarray, lexical: np.ndarray, inside: np.ndarray, depth: int) -> list[int]:
+    """The papers of the scope to weigh: all of them up to `depth`, else the best `depth`
+    by BM25 (any that match a word) joined by the best by cosine."""
+    rows = np.flatnonzero(inside)
+    if len(rows) <= depth:
+        return rows.tolist()
+    by_lexical = rows[np.argsort(-lexical[rows])][:depth]
+    by_lexical = by_lexical[lexical[by_lexical] > 0]
+    by_dense = rows[np.argsort(-dense[rows])][: max(depth - len(by_lexical), depth // 4)]
+    return list(dict.fromkeys([*by_lexical.tolist(), *by_dense.tolist()]))
