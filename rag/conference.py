@@ -37,7 +37,8 @@ def count_answer(
         source.highlights = _best_sentence(matches.topic, source, coverage)
     where = f" among the {scope} papers" if scope else ""
     n = len(members)
-    head = f"**{n} paper{'s' if n != 1 else ''}**{where} match “{matches.topic}”"
+    papers, verb = ("paper", "matches") if n == 1 else ("papers", "match")
+    head = f"**{n} {papers}**{where} {verb} “{matches.topic}”"
     lines = [head + (":" if n else ".")]
     lines += [f"- **{s.title}** [{s.n}]" for s in shown]
     count_by = None
