@@ -402,6 +402,12 @@ def _ingest_progress(bar: Any) -> Callable[[int, int], None]:
     default=None,
     help="Question set for hit@5 (default: eval/questions/iclr2026.jsonl).",
 )
+@click.option(
+    "--cold-start/--no-cold-start",
+    default=True,
+    show_default=True,
+    help="Also time the first answer of new `rag ask` processes (cold_start_s).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.pass_context
 def bench_cmd(
@@ -411,6 +417,7 @@ def bench_cmd(
     raw_sample: int,
     peer: bool,
     questions_file: str | None,
+    cold_start: bool,
     as_json: bool,
 ) -> None:
     """Measure ingest and query speed on a temporary index (and plain llama-index's)."""
@@ -425,6 +432,7 @@ def bench_cmd(
             raw_sample=raw_sample,
             peer=peer,
             questions_file=Path(questions_file) if questions_file else DEFAULT_QUESTIONS,
+            cold_start=cold_start,
         )
     if as_json:
         click.echo(json.dumps(result, indent=2))

@@ -22,7 +22,7 @@ from rag import prompts
 from rag.answer import Answerer, abstention
 from rag.config import BUNDLED_CORPUS, Settings
 from rag.embed import Embedder, make_embedder
-from rag.index import Store, adopt_layout
+from rag.index import Store, adopt_layout, recorded_family
 from rag.ingest import Progress, ingest
 from rag.llm import Chat, ChatClient, LLMError, OnReset, OnToken
 from rag.papers import FieldMap
@@ -41,8 +41,8 @@ class Assistant:
         # fit that layout is refused by the store ("built with X, not Y"), never mixed in.
         settings = adopt_layout(settings)
         self.settings = settings
-        self.embedder = embedder or make_embedder(settings)
-        self.store = Store(settings, self.embedder.name)
+        self.embedder = embedder or make_embedder(settings, recorded_family(settings))
+        self.store = Store(settings, self.embedder.name, getattr(self.embedder, "family", None))
         self.retriever = Retriever(self.store, self.embedder, settings)
         self.client: Chat | None = chat or (ChatClient(settings) if settings.base_url else None)
         self.answerer = Answerer(
@@ -182,7 +182,8 @@ class Assistant:
             hits = self.retriever.search(
                 searched, top_k, applied, retriever, timings, read_q.keywords, prefer
             )
-            timings["retrieve"] = round(sum(timings.values()), 2)
+            # wall time: the dense and BM25 searches overlap, so their parts do not add up
+            timings["retrieve"] = round((time.perf_counter() - t0) * 1000, 2)
             t0 = time.perf_counter()
             answer = self.answerer.answer(read_q, hits, mode, on_token, on_reset)
         timings["answer"] = round((time.perf_counter() - t0) * 1000, 2)

@@ -20,7 +20,9 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import bm25s
@@ -48,6 +50,7 @@ from rag.types import Filters, Hit, Paper, split_chunk_id
 __all__ = ["Filters", "Retriever", "Scope"]
 
 DEPTH_PER_K = 8  # candidates per requested paper from each retriever, before fusion
+PARALLEL_ROWS = 1000  # chunks from which BM25 runs beside the dense search (see search)
 
 
 @dataclass(frozen=True, slots=True)
@@ -405,31 +408,45 @@ class Retriever:
             for cid in catalog.papers[pid].chunk_ids
             if cid in rows and (mask is None or mask[rows[cid]])
         ]
-        dense: list[tuple[str, float]] = []
-        if searches in ("dense", "hybrid"):
+
+        def dense_search() -> list[tuple[str, float]]:
             t0 = time.perf_counter()
             vector = self.embedder.embed_query(query)
             timings["embed_query"] = _ms(t0)
             t0 = time.perf_counter()
-            dense = [
+            found = [
                 (c, s)
                 for c, s in self.store.query(vector, depth, scope.where())
                 if c in rows and (mask is None or mask[rows[c]])
             ]
-            seen = {c for c, _ in dense}
+            seen = {c for c, _ in found}
             missing = [c for c in pinned if c not in seen]
-            dense += zip(missing, self.store.similarities(vector, missing), strict=True)
+            found += zip(missing, self.store.similarities(vector, missing), strict=True)
             timings["dense"] = _ms(t0)
-        sparse: list[tuple[str, float]] = []
-        if searches in ("bm25", "hybrid"):
+            return found
+
+        def sparse_search() -> list[tuple[str, float]]:
             t0 = time.perf_counter()
             scores = bm25.scores(lexical or query)
-            sparse = _top_bm25(scores, catalog, depth, mask)
-            seen = {c for c, _ in sparse}
-            sparse += [
+            found = _top_bm25(scores, catalog, depth, mask)
+            seen = {c for c, _ in found}
+            found += [
                 (c, float(scores[rows[c]])) for c in pinned if c not in seen and scores[rows[c]] > 0
             ]
             timings["bm25"] = _ms(t0)
+            return found
+
+        dense: list[tuple[str, float]] = []
+        sparse: list[tuple[str, float]] = []
+        if searches == "hybrid" and len(rows) >= PARALLEL_ROWS:
+            # BM25 on the pool's thread while this one embeds and asks Chroma: the model,
+            # Chroma and BM25's numpy release the GIL.
+            pending = _pool().submit(sparse_search)
+            dense = dense_search()
+            sparse = pending.result()
+        else:
+            dense = dense_search() if searches in ("dense", "hybrid") else []
+            sparse = sparse_search() if searches in ("bm25", "hybrid") else []
         t0 = time.perf_counter()
         hits = self._fuse(dense, sparse, catalog, top_k + depth if prefer else top_k)
         if prefer:
@@ -631,6 +648,12 @@ def _top_bm25(
     top = np.argpartition(-scores, depth - 1)[:depth]
     top = top[np.argsort(-scores[top])]
     return [(catalog.ids[i], float(scores[i])) for i in top if scores[i] > 0]
+
+
+@lru_cache(maxsize=1)
+def _pool() -> ThreadPoolExecutor:
+    """One worker for the BM25 half of hybrid searches, shared by every retriever."""
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="rag-bm25")
 
 
 def _ms(start: float) -> float:

@@ -7,7 +7,8 @@ import json
 
 from click.testing import CliRunner
 
-from eval.bench import TARGETS, distinct, even_sample, format_table, hit_rate, percentile
+from eval.bench import TARGETS, even_sample, format_table
+from eval.peer import distinct, hit_rate, percentile
 from rag.cli import main
 from rag.config import BUNDLED_CORPUS
 
