@@ -11,6 +11,7 @@ a standalone query, without one it is searched together with what it refers to.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Iterable, Sequence
@@ -226,9 +227,21 @@ class Assistant:
         catalog = self.retriever.catalog
         return catalog.ids, catalog.texts
 
-    def warm_up(self) -> None:
-        """Load the embedding model's weights now (the first call pays for its set-up)."""
-        self.embedder.embed(["A warm-up sentence."])
+    def warm_up(self, background: bool = False) -> threading.Thread | None:
+        """Load the embedding model's weights now (the first call pays for its set-up); with
+        `background`, on a thread, while the caller reads the index or draws a page (a
+        first `rag ask` loads both at once: the model's load releases the GIL)."""
+        if not background:
+            self.embedder.embed(["A warm-up sentence."])
+            return None
+        thread = threading.Thread(target=self._warm_quietly, name="rag-warm-up", daemon=True)
+        thread.start()
+        return thread
+
+    def _warm_quietly(self) -> None:
+        # A failure here is reported by the question that needs the model.
+        with contextlib.suppress(Exception):
+            self.embedder.embed(["A warm-up sentence."])
 
     def stats(self) -> dict[str, Any]:
         """Index statistics for the UI and `rag stats`."""

@@ -75,28 +75,34 @@ def has_bf16() -> bool:
 
 
 def allowed_by_quality(quality_file: Path = QUALITY_FILE) -> set[str]:
-    """Reduced-precision backends whose recorded hit@5 is within 0.01 of fp32's."""
+    """Reduced-precision backends whose recorded hit@5, hybrid and dense alone, is within
+    0.01 of fp32's (none without a record)."""
     try:
         record = json.loads(quality_file.read_text(encoding="utf-8"))
-        fp32 = float(record["fp32_hit_at_5"])
-        return {
-            name
-            for name, hit in record["hit_at_5"].items()
-            if name in REDUCED_PRECISION and float(hit) >= fp32 - QUALITY_TOLERANCE
-        }
+        allowed = set(REDUCED_PRECISION)
+        for kind in ("hit_at_5", "dense_hit_at_5"):
+            fp32 = float(record[f"fp32_{kind}"])
+            allowed &= {
+                name
+                for name, hit in record[kind].items()
+                if hit is not None and float(hit) >= fp32 - QUALITY_TOLERANCE
+            }
+        return allowed
     except (OSError, ValueError, KeyError, TypeError):
-        return set()  # no record: fp32 only
+        return set()
 
 
 def candidates(family: str | None = None) -> list[str]:
-    """The backends worth measuring here, within `family` when given."""
+    """The backends worth measuring here, within `family` when given. An index's family
+    is kept even where its quality record is missing: its vectors are already stored."""
     allowed = allowed_by_quality()
     names = [
         n
         for n in BACKENDS
         if (n not in REDUCED_PRECISION or n in allowed) and (n != "torch-bf16" or has_bf16())
     ]
-    return [n for n in names if family is None or FAMILY[n] == family]
+    kept = [n for n in names if family is None or FAMILY[n] == family]
+    return kept or [n for n in BACKENDS if FAMILY[n] == family and n != "torch-bf16"]
 
 
 @dataclass

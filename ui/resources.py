@@ -59,7 +59,9 @@ def load_assistant(key: str, _settings: Settings) -> Assistant:
     settings = adopt_layout(_settings)  # an existing index is opened the way it was built
     family = recorded_family(settings)  # and its vectors' family kept
     embedder = load_embedder(f"{embedder_key(settings)}|{family}", settings, family)
-    return Assistant(settings, embedder)
+    assistant = Assistant(settings, embedder)
+    assistant.warm_up(background=True)  # the model loads while the page draws
+    return assistant
 
 
 @st.cache_resource(show_spinner=False)
