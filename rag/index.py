@@ -260,6 +260,21 @@ class Store:
         distances = (result["distances"] or [[]])[0]
         return [(cid, 1.0 - float(d)) for cid, d in zip(ids, distances, strict=True)]
 
+    def vectors(self, ids: list[str]) -> np.ndarray:
+        """The stored vectors of these chunks, in this order (read in pages)."""
+        rows: dict[str, np.ndarray] = {}
+        for start in range(0, len(ids), PAGE):
+            try:
+                got = self.collection.get(ids=ids[start : start + PAGE], include=["embeddings"])
+            except Exception as exc:
+                raise StoreError(f"cannot read the index at {self.location}: {exc}") from None
+            rows.update(
+                zip(got["ids"], np.asarray(got["embeddings"], dtype=np.float32), strict=True)
+            )
+        if len(rows) != len(ids):
+            raise StoreError(f"the index at {self.location} changed while it was read")
+        return np.stack([rows[i] for i in ids]) if ids else np.zeros((0, 0), np.float32)
+
     def similarities(self, vector: np.ndarray, ids: list[str]) -> list[float]:
         """Cosine similarity of the query to the given chunks (vectors are unit length)."""
         if not ids:
