@@ -18,10 +18,11 @@ How each figure is taken:
 - The embedder is loaded and warmed (both its backends) before the clock starts, as the
   peers' models are.
 - `raw_embed_chunks_per_s` (the model alone, on the bulk backend) embeds up to
-  `--raw-sample` of the texts ingest embedded (title + chunk, read back from the index;
-  with RAG_EMBED_UNIT=paper each paper's first chunk only), evenly spaced across them so
-  the mix of lengths is representative. `ingest_vs_raw` compares texts embedded per
-  second of the whole ingest with that rate (`embedded_texts` counts them).
+  `--raw-sample` of the texts ingest embeds (title + chunk; with RAG_EMBED_UNIT=paper
+  each paper's first chunk only), evenly spaced across them so the mix of lengths is
+  representative: half just before the ingest, half just after, so load from other
+  work on the machine that comes and goes weighs on both. `ingest_vs_raw` compares texts
+  embedded per second of the whole ingest with that rate (`embedded_texts` counts them).
 - The peers (eval/peer.py): plain llama-index with its own default embedding path, and
   the same pipeline around our embedder (`*_same_embedder`). `*_speedup_vs_peer` divide
   the peer's ingest seconds / query p95 by ours.
@@ -56,16 +57,19 @@ from eval.peer import (
     PEER_SAME,
     GoldQuestion,
     SameEmbedding,
-    default_embedding,
+    documents_of,
     hit_rate,
     percentile,
+    run_in_new_process,
     run_peer,
 )
 from eval.questions import load_questions, resolve_gold
 from rag.assistant import Assistant
 from rag.backends import BACKENDS
+from rag.chunk import Chunker
 from rag.config import BUNDLED_CORPUS, Settings
 from rag.embed import Embedder, clear_query_cache, make_embedder
+from rag.index import embedded_text
 from rag.ingest import read_papers
 from rag.load import expand_paths
 from rag.papers import FieldMap
@@ -149,11 +153,26 @@ def _embedded_texts(ids: list[str], texts: list[str], per_paper: bool) -> list[s
     return [t for cid, t in zip(ids, texts, strict=True) if not per_paper or cid.endswith("#0")]
 
 
-def raw_embed_rate(embedder: Embedder, texts: list[str]) -> float:
-    """Chunks per second of the embedding model alone on these texts."""
+def embed_seconds(embedder: Embedder, texts: list[str]) -> float:
+    """Seconds the embedding model alone takes for these texts."""
     start = time.perf_counter()
     embedder.embed(texts)
-    return len(texts) / (time.perf_counter() - start)
+    return time.perf_counter() - start
+
+
+def texts_to_embed(paths: list[Path], settings: Settings) -> list[str]:
+    """What an ingest of these files puts through the model (as `_embedded_texts` reads
+    back from the index): every chunk's text, or each paper's first."""
+    chunker = Chunker(settings.chunk_tokens, settings.chunk_overlap)
+    texts = []
+    for item in read_papers(paths, FieldMap(), IngestSummary()):
+        if isinstance(item, Paper):
+            chunks = chunker.split(item)
+            texts += [
+                embedded_text(item, c)
+                for c in chunks[: 1 if settings.embed_unit == "paper" else None]
+            ]
+    return texts
 
 
 def first_papers(paths: list[Path], limit: int) -> list[Paper]:
@@ -264,6 +283,11 @@ def measure_ours(
 ) -> tuple[dict[str, Any], dict[str, Paper], list[GoldQuestion]]:
     """Ingest, re-ingest, the model alone, queries, answers and hit@5 on our side."""
     settings, embedder = assistant.settings, assistant.embedder
+    # The model alone on a sample of the texts ingest embeds: half just before the ingest,
+    # half just after, so load from other work that comes and goes during the run weighs
+    # on the model's rate as on the ingest's.
+    sample = even_sample(texts_to_embed(paths, settings), raw_sample)
+    model_s = embed_seconds(embedder, sample[0::2])
     start = time.perf_counter()
     summary = assistant.ingest(paths)
     ingest_s = time.perf_counter() - start
@@ -272,11 +296,11 @@ def measure_ours(
     start = time.perf_counter()
     assistant.ingest(paths)
     reingest_s = time.perf_counter() - start
+    model_s += embed_seconds(embedder, sample[1::2])
+    raw = len(sample) / model_s
     ids, texts = assistant.embedded_texts()
     embedded = _embedded_texts(ids, texts, settings.embed_unit == "paper")
     stored = assistant.papers()
-    sample = even_sample(embedded, raw_sample)
-    raw = raw_embed_rate(embedder, sample)
     retrieval, answers = [], []
     assistant.search("warm-up query")  # loads BM25 and term statistics once
     clear_query_cache()  # every timed question pays for its own query embedding
@@ -351,16 +375,22 @@ def measure_peers(
 ) -> dict[str, Any]:
     """Both peers on exactly the papers ours stored, and our speed-ups over them."""
     figures: dict[str, Any] = {"peer": PEER, "peer_same_embedder": PEER_SAME}
-    peers = (
-        ("peer", default_embedding(settings.embed_model), ""),
-        (
-            "peer_same_embedder",
-            SameEmbedding(embedder, settings.embed_batch_size),
-            "_same_embedder",
+    documents = documents_of(papers)
+    peers = {
+        "peer": run_in_new_process(
+            documents, settings.embed_model, Path(folder) / "peer", questions, scored
         ),
-    )
-    for prefix, model, suffix in peers:
-        peer = run_peer(papers, model, Path(folder) / prefix, questions, scored, prefix)
+        "peer_same_embedder": run_peer(
+            documents,
+            SameEmbedding(embedder, settings.embed_batch_size),
+            Path(folder) / "peer_same_embedder",
+            questions,
+            scored,
+            "peer_same_embedder",
+        ),
+    }
+    for prefix, peer in peers.items():
+        suffix = prefix.removeprefix("peer")
         figures.update(peer)
         figures[f"ingest_speedup_vs_peer{suffix}"] = round(
             peer[f"{prefix}_ingest_s"] / ours["ingest_s"], 2

@@ -5,7 +5,8 @@ Two of them, on exactly the papers ours stored:
 - `defaults` (the figure that counts): llama-index's own embedding path,
   `HuggingFaceEmbedding` (sentence-transformers) on the same bundled MiniLM folder with its
   default batch size (10) and length (the model's 256 word pieces); `VectorStoreIndex.
-  from_documents` over a Chroma collection, default node parser and insert batch size.
+  from_documents` over a Chroma collection, default node parser and insert batch size;
+  run in a process of its own (`python -m eval.peer JOB.json`), as a user would run it.
 - `same_embedder`: the same pipeline around *our* embedder (wrapped as a llama-index
   `BaseEmbedding`, our batch size), so the ratio isolates the code around the model.
 
@@ -112,29 +113,37 @@ def percentile(values: list[float], q: float) -> float:
     return round(value, 2) if value is not None else 0.0
 
 
+Document_ = tuple[str, str]  # (paper id, text embedded)
+
+
+def documents_of(papers: list[Paper]) -> list[Document_]:
+    """What the peers index: one document per paper."""
+    return [(p.paper_id, peer_document_text(p)) for p in papers]
+
+
 def run_peer(
-    papers: list[Paper],
+    documents: list[Document_],
     embed_model: BaseEmbedding,
     folder: Path,
     questions: list[str],
     scored: list[GoldQuestion],
     prefix: str = "peer",
 ) -> dict[str, Any]:
-    """Ingest and query the papers with plain llama-index; keys start with `prefix`."""
+    """Ingest and query the documents with plain llama-index; keys start with `prefix`."""
     import chromadb
     from chromadb.config import Settings as ChromaSettings
     from llama_index.core import Document, StorageContext, VectorStoreIndex
     from llama_index.vector_stores.chroma import ChromaVectorStore
 
     with _llm_disabled():
-        documents = [
+        nodes = [
             Document(
-                text=peer_document_text(p),
-                metadata={"paper_id": p.paper_id},
+                text=text,
+                metadata={"paper_id": paper_id},
                 excluded_embed_metadata_keys=["paper_id"],
                 excluded_llm_metadata_keys=["paper_id"],
             )
-            for p in papers
+            for paper_id, text in documents
         ]
         folder.mkdir(parents=True, exist_ok=True)
         client = chromadb.PersistentClient(
@@ -146,7 +155,7 @@ def run_peer(
         )
         start = time.perf_counter()
         index = VectorStoreIndex.from_documents(
-            documents, storage_context=storage, embed_model=embed_model
+            nodes, storage_context=storage, embed_model=embed_model
         )
         ingest_s = time.perf_counter() - start
         chunks = collection.count()
@@ -170,3 +179,55 @@ def run_peer(
         f"{prefix}_query_p95_ms": percentile(latencies, 95),
         f"{prefix}_hit_at_5": hit_rate(ranked, scored),
     }
+
+
+def run_in_new_process(
+    documents: list[Document_],
+    model: str,
+    folder: Path,
+    questions: list[str],
+    scored: list[GoldQuestion],
+) -> dict[str, Any]:
+    """The defaults peer in a process of its own, as a user would run it: nothing of ours
+    (ONNX sessions, BLAS threads, the index) shares its process."""
+    import json
+    import subprocess
+    import sys
+
+    folder.mkdir(parents=True, exist_ok=True)
+    job = folder / "job.json"
+    job.write_text(
+        json.dumps(
+            {
+                "documents": documents,
+                "model": model,
+                "folder": str(folder / "chroma"),
+                "questions": questions,
+                "scored": [[q, sorted(gold)] for q, gold in scored],
+            }
+        ),
+        encoding="utf-8",
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "eval.peer", str(job)], capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"the llama-index peer failed: {done.stderr[-800:]}")
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def _main(job_file: str) -> None:
+    import json
+
+    job = json.loads(Path(job_file).read_text(encoding="utf-8"))
+    scored = [(q, frozenset(gold)) for q, gold in job["scored"]]
+    documents = [(str(pid), str(text)) for pid, text in job["documents"]]
+    model = default_embedding(job["model"])  # loaded before the clock starts, as ours is
+    result = run_peer(documents, model, Path(job["folder"]), job["questions"], scored)
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    import sys
+
+    _main(sys.argv[1])
