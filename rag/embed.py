@@ -227,7 +227,6 @@ class ModelEmbedder:
         choice = tuning.measure(embed_with, names, key)
         self._runners.clear()  # measured: free what is not chosen
         tuning.save_choice(self.cache_dir, choice)
-        tuning.save_choice(self.cache_dir, choice)
         return choice
 
     def _runner(self, name: str, threads: int | None = None) -> Runner:
@@ -262,10 +261,9 @@ class ModelEmbedder:
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """Embed documents on the bulk backend (few texts: on the query backend)."""
-        choice = self.choice
-        return self._embed(
-            self._runner(choice.query if len(texts) < SMALL_CALL else choice.bulk), texts
-        )
+        if len(texts) < SMALL_CALL:
+            return self._embed(self._query_runner(), texts)
+        return self._embed(self._runner(self.choice.bulk), texts)
 
     def warm_up(self, bulk: bool = True) -> None:
         """Load the query backend (and the bulk one) and run each once."""
