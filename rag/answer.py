@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rag import answerable, extractive, prompts
+from rag import answerable, extractive, language, prompts
 from rag.chunk import count_tokens
 from rag.citations import check
 from rag.config import Settings
@@ -119,6 +119,14 @@ class Answerer:
                 answer.notices.append(
                     Notice("no_endpoint", "no LLM endpoint configured; answered extractively")
                 )
+        if query.language != "en" and answer.mode == "extractive" and not answer.abstained:
+            answer.notices.append(
+                Notice(
+                    "quotes_english",
+                    f"the offline answer quotes the English abstracts; with an LLM endpoint "
+                    f"(RAG_BASE_URL) the answer is written in {language.name(query.language)}",
+                )
+            )
         answer.confidence = decision.confidence
         answer.evidence = {
             **{k: round(v, 4) for k, v in evidence.features.items()},
@@ -201,7 +209,7 @@ class Answerer:
         assert self.client is not None
         question = query.question
         sources = make_sources(hits)
-        messages, shown, notices = self.build_messages(question, sources)
+        messages, shown, notices = self.build_messages(question, sources, query.language)
         t0 = time.perf_counter()
         try:
             reply = self.client.complete(messages, on_token=on_token, on_reset=on_reset)
@@ -257,13 +265,19 @@ class Answerer:
         return answer
 
     def build_messages(
-        self, question: str, sources: list[Source]
+        self, question: str, sources: list[Source], language_code: str = "en"
     ) -> tuple[list[dict[str, str]], list[Source], list[Notice]]:
-        """Fit as many sources as the context window allows, counted with tiktoken."""
+        """Fit as many sources as the context window allows, counted with tiktoken; a
+        question in another language is answered in it (`language_code`, ISO 639-1)."""
+        instruction = (
+            prompts.ANSWER_LANGUAGE.format(language=language.name(language_code))
+            if language_code != "en"
+            else ""
+        )
         s = self.settings
         budget = s.context_window - s.max_answer_tokens - 64  # 64: chat-format overhead
         budget -= count_tokens(prompts.SYSTEM) + count_tokens(
-            prompts.USER.format(sources="", question=question)
+            prompts.USER.format(sources="", question=question) + instruction
         )
         shown: list[Source] = []
         blocks: list[str] = []
@@ -287,7 +301,7 @@ class Answerer:
                     f"{s.context_window}-token context window",
                 )
             )
-        user = prompts.USER.format(sources="\n\n".join(blocks), question=question)
+        user = prompts.USER.format(sources="\n\n".join(blocks), question=question) + instruction
         messages = [
             {"role": "system", "content": prompts.SYSTEM},
             {"role": "user", "content": user},

@@ -28,7 +28,10 @@ from rag.ingest import Progress, ingest
 from rag.llm import Chat, ChatClient, LLMError, OnReset, OnToken
 from rag.papers import FieldMap
 from rag.question import Query, distinctive_terms, read
-from rag.retrieve import Retriever
+from rag.related import Related, related
+from rag.retrieve import Retriever, Scope, vocabulary_of
+from rag.topics import TopicSet, topics_of
+from rag.translate import Translation, translate
 from rag.types import Answer, Filters, Hit, IngestSummary, Notice, Paper, Source
 
 
@@ -54,6 +57,7 @@ class Assistant:
             lexical=self.retriever.lexical_ceiling,
             rarest_missing=lambda q, t: self.retriever.terms.rarest_missing(q, t),
         )
+        self._topics: dict[tuple[Any, ...], TopicSet] = {}
 
     # -- ingest ------------------------------------------------------------------
 
@@ -79,9 +83,45 @@ class Assistant:
 
     # -- ask ---------------------------------------------------------------------
 
-    def read(self, question: str) -> Query:
-        """Read a question against the values this index holds (see rag/question.py)."""
-        return read(question, self.retriever.vocabulary())
+    def read(
+        self,
+        question: str,
+        mode: str | None = None,
+        translations: dict[str, Translation] | None = None,
+    ) -> Query:
+        """Read a question against the values this index holds (see rag/question.py). One
+        in another language is read in English: its translation (rag/translate.py) is
+        made once per `translations` (a conversation's cache), by the LLM in llm mode."""
+        vocabulary = self.retriever.vocabulary()
+        asked = read(question, vocabulary)
+        if asked.language == "en":
+            return asked
+        cache = translations if translations is not None else {}
+        done = cache.get(asked.question)
+        if done is None:
+            done = cache[asked.question] = self.translate(asked.question, asked.language, mode)
+        english = read(done.text, vocabulary)
+        return replace(
+            english,
+            question=asked.question,
+            language=asked.language,
+            translated=done.text,
+            translation=done.method,
+            notices=done.notices,
+        )
+
+    def translate(self, question: str, language: str, mode: str | None = None) -> Translation:
+        """The English question to search for one in `language` (an ISO 639-1 code): by
+        the LLM in llm mode, else offline (see rag/translate.py)."""
+        s = self.settings
+        use_llm = (mode or s.answer_mode) == "llm" and self.client is not None
+        return translate(
+            question,
+            language,
+            self.retriever.held,
+            self.client if use_llm else None,
+            deadline_s=min(s.condense_deadline_s, s.llm_deadline_s),
+        )
 
     def search(
         self,
@@ -118,15 +158,18 @@ class Assistant:
         ignore_scope: Iterable[str] = (),
         query: str | None = None,
         context: Filters | None = None,
+        mode: str | None = None,
+        translations: dict[str, Translation] | None = None,
     ) -> tuple[Query, Filters]:
         """The question read, with the text to search (`query` when given, else the
         question less the scope it named), and the filters to apply: `filters` over the
         scope named (less `ignore_scope`) over `context` (a follow-up's previous scope)."""
-        read_q = self.read(question)
+        read_q = self.read(question, mode, translations)
         named = read_q.read_scope.without(ignore_scope) if self.settings.read_scope else Filters()
         inherited = (context or Filters()).without(ignore_scope)
         applied = (filters or Filters()).over(named).over(inherited)
-        text = query or (read_q.text if named.active else read_q.question)
+        asked = read_q.translated or read_q.question  # the English of one in another language
+        text = query or (read_q.text if named.active else asked)
         text, fixes = self.retriever.correct(text)
         terms = read_q.terms
         if query:  # a follow-up's standalone query names what the follow-up refers to
@@ -160,20 +203,24 @@ class Assistant:
         ignore_scope: Iterable[str] = (),
         context_filters: Filters | None = None,
         prefer: Sequence[str] = (),
+        translations: dict[str, Translation] | None = None,
     ) -> Answer:
         """Retrieve and answer one question.
 
         `query` overrides what is searched (a follow-up's standalone query); the scope is
         `filters` over what the question names over `context_filters` (a follow-up's
         previous scope), less the fields in `ignore_scope`; papers in `prefer` (what a
-        follow-up refers to) rank first.
+        follow-up refers to) rank first; `translations` caches the English of questions in
+        other languages (a conversation's).
         """
         question = question.strip()
         if not question:
             raise ValueError("the question is empty")
         started = time.perf_counter()
         timings: dict[str, float] = {}
-        read_q, applied = self.plan(question, filters, ignore_scope, query, context_filters)
+        read_q, applied = self.plan(
+            question, filters, ignore_scope, query, context_filters, mode, translations
+        )
         searched = read_q.text
         t0 = time.perf_counter()
         if applied.active and not self.retriever.holds(applied):
@@ -193,6 +240,11 @@ class Assistant:
             **answer.timings_ms,
             "total": round((time.perf_counter() - started) * 1000, 2),
         }
+        if read_q.translated:
+            how = {"llm": "translated", "dictionary": "glossed offline"}.get(read_q.translation)
+            if how:
+                answer.notices.insert(0, Notice("translated", f"{how} as: {read_q.translated}"))
+        answer.notices[:0] = read_q.notices
         if read_q.corrections:
             fixed = ", ".join(f"'{a}' as '{b}'" for a, b in read_q.corrections.items())
             answer.notices.insert(0, Notice("corrected", f"searched {fixed}"))
@@ -243,6 +295,42 @@ class Assistant:
         with contextlib.suppress(Exception):
             self.embedder.embed(["A warm-up sentence."])
 
+    # -- the whole index: topics, related papers ----------------------------------------
+
+    def topics(
+        self, filters: Filters | None = None, k: int | None = None, with_map: bool = False
+    ) -> TopicSet:
+        """The topics of the papers inside `filters` (rag/topics.py), with their 2-D map
+        when asked; cached per index version, so only the first call pays."""
+        catalog = self.retriever.catalog
+        filters = filters or Filters()
+        key = (id(catalog), tuple(sorted(filters.to_dict().items())), k)
+        known = self._topics.get(key)
+        if known is not None and (known.mapped or not with_map):
+            return known
+        scope = Scope.of(filters, vocabulary_of(catalog))
+        papers = {
+            pid: sp.paper
+            for pid, sp in catalog.papers.items()
+            if not scope.empty and scope.match(sp.paper)
+        }
+        found = topics_of(
+            self.store, catalog.stamp, papers, self.settings, filters.to_dict(), k, with_map
+        )
+        self._topics = {key: found}  # one index version, one request: the last one asked
+        return found
+
+    def related(self, paper_id: str, top_k: int = 10, filters: Filters | None = None) -> Related:
+        """The stored papers nearest to `paper_id`, never itself (rag/related.py); an
+        unknown id raises `UnknownPaper`, a `RagError`."""
+        catalog = self.retriever.catalog
+        scope = Scope.of(filters or Filters(), vocabulary_of(catalog))
+        if scope.empty:
+            stored = catalog.papers.get(paper_id)
+            return Related(paper_id, stored.paper.label if stored else paper_id, [])
+        keep = scope.match if scope.filters.active else None
+        return related(self.store, catalog, paper_id, top_k, scope.where(), keep)
+
     def stats(self) -> dict[str, Any]:
         """Index statistics for the UI and `rag stats`."""
         catalog = self.retriever.catalog
@@ -284,6 +372,8 @@ class Conversation:
 
     assistant: Assistant
     turns: list[Turn] = field(default_factory=list)
+    # The English of each question asked in another language, translated once.
+    translations: dict[str, Translation] = field(default_factory=dict, repr=False)
     # One question at a time: a question sent while the previous one is still being
     # answered (the app asks in a worker thread) waits for it, so it sees that turn.
     _asking: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
@@ -295,7 +385,8 @@ class Conversation:
 
     def _ask(self, question: str, options: dict[str, Any]) -> Answer:
         notices: list[Notice] = []
-        read_q = self.assistant.read(question)
+        options["translations"] = self.translations
+        read_q = self.assistant.read(question, options.get("mode"), self.translations)
         query, condensed = self._standalone(read_q, options.get("mode"), notices)
         follow_up = query is not None
         if follow_up:  # the previous turn's scope holds unless the follow-up names one
@@ -314,7 +405,8 @@ class Conversation:
     ) -> str | None:
         """The query to search for `question` given the conversation so far; None when
         it does not refer back (it is then read and searched as it stands)."""
-        return self._standalone(self.assistant.read(question), mode, notices)[0]
+        read_q = self.assistant.read(question, mode, self.translations)
+        return self._standalone(read_q, mode, notices)[0]
 
     def _standalone(
         self, read_q: Query, mode: str | None, notices: list[Notice] | None

@@ -1,4 +1,4 @@
-"""`rag`: ingest | search | ask | chat | stats (and eval, app where installed).
+"""`rag`: ingest | search | ask | chat | stats | topics | related (and eval, app where installed).
 
 Output for people goes to stdout; progress and notices to stderr, so `--json` output is
 always one clean JSON object on stdout. Expected failures (bad paths, an unreachable
@@ -371,6 +371,81 @@ def stats_cmd(ctx: click.Context, as_json: bool) -> None:
     else:
         for key, value in stats.items():
             click.echo(f"{key}: {value}")
+
+
+# -- the whole index: topics, related papers -------------------------------------------
+
+
+def scope_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """--venue, --year, --status: the papers a whole-index command looks at."""
+    for option in reversed(
+        [
+            click.option("--venue", help="Only this venue's papers (aliases: NeurIPS = NIPS)."),
+            click.option("--year", type=int, help="Only this year's papers."),
+            click.option("--status", help="Only papers with this status (Oral, accepted, ...)."),
+        ]
+    ):
+        func = option(func)
+    return func
+
+
+@main.command("topics")
+@scope_options
+@click.option("-k", "--topics", "k", type=int, help="How many topics (RAG_TOPICS_K; 0 = auto).")
+@click.option(
+    "--papers",
+    "n_papers",
+    type=int,
+    default=5,
+    show_default=True,
+    help="Papers listed per topic, most central first (0 = all).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.pass_context
+def topics_cmd(
+    ctx: click.Context, k: int | None, n_papers: int, as_json: bool, **opts: Any
+) -> None:
+    """Cluster the indexed papers into topics named by their distinctive terms."""
+    import time
+
+    started = time.perf_counter()
+    with friendly_errors():
+        found = _assistant(ctx).topics(_filters(opts), k or None)
+    shown = n_papers or None
+    if as_json:
+        click.echo(json.dumps(found.to_dict(shown), ensure_ascii=False, indent=2))
+    else:
+        scope = f" ({_filters(opts).describe()})" if _filters(opts).active else ""
+        click.echo(f"{len(found.topics)} topics among {found.n_papers:,} papers{scope}\n")
+        for topic in found.topics:
+            click.echo(f"{topic.topic + 1:>3}. {topic.label}  · {topic.size:,} papers")
+            click.echo(click.style(f"     {', '.join(topic.terms)}", dim=True))
+            for paper in topic.papers[:shown]:
+                click.echo(f"     - {paper.title}  [{paper.paper_id}]")
+    how = "read from the cache" if found.cached else f"built in {found.seconds:.1f} s"
+    elapsed = time.perf_counter() - started
+    click.echo(click.style(f"{found.method}; {how}; {elapsed:.1f} s in all", dim=True), err=True)
+
+
+@main.command("related")
+@click.argument("paper_id")
+@scope_options
+@click.option("--top-k", type=int, default=10, show_default=True, help="Papers to list.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.pass_context
+def related_cmd(ctx: click.Context, paper_id: str, top_k: int, as_json: bool, **opts: Any) -> None:
+    """List the indexed papers nearest to PAPER_ID (ids: `rag search`, `rag topics`)."""
+    with friendly_errors():
+        found = _assistant(ctx).related(paper_id, top_k, _filters(opts))
+    if as_json:
+        click.echo(json.dumps(found.to_dict(), ensure_ascii=False, indent=2))
+        return
+    click.echo(f"Papers like {found.title} [{found.paper_id}]:")
+    if not found.related:
+        click.echo("  none in this scope")
+    for rank, paper in enumerate(found.related, start=1):
+        where = " ".join(str(x) for x in (paper.venue, paper.year) if x)
+        click.echo(f"{rank:>3}. {paper.score:.3f}  {paper.title}  [{paper.paper_id}] {where}")
 
 
 def _register_plugins() -> None:

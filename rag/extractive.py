@@ -38,6 +38,8 @@ _FIGURE = re.compile(
     re.I,
 )
 _MATH = re.compile(r"\$[^$]*\$")
+# A link: its digits are no figure ('https://anonymous.4open.science/r/BoRA').
+_LINK = re.compile(r"\\url\{[^}]*\}|https?://\S+|\bwww\.\S+")
 # A quantity written in math mode: "$25\\%$", "$9.8\times$" (not "$O(n^2)$").
 _MATH_FIGURE = re.compile(r"\d+(?:\.\d+)?\s*(?:\\+%|\\times|×)")
 _ASYMPTOTIC = re.compile(r"\\mathcal\{O\}|\bO\(|\\tilde|\\widetilde|\\Omega|\\Theta|\^\{?-?\d")
@@ -72,15 +74,15 @@ def evidence(query: Query, sentence: str) -> int:
     question does not already mention ('MT-Bench', 'Qwen3-8B')."""
     if query.wants == "number":
         counts = query.asks_count_of_things  # 'how many layers': 'three' answers it
-        prose = _ENUMERATOR.sub(" ", _MATH.sub(" ", sentence))
+        prose = _ENUMERATOR.sub(" ", _MATH.sub(" ", _LINK.sub(" ", sentence)))
         found = [m for m in _FIGURE.findall(prose) if counts or not m.strip().isalpha()]
         maths = _MATH.findall(sentence)
         found += [f for m in maths for f in _MATH_FIGURE.findall(m)]
-        if _ASKS_RATE.search(query.question):  # a rate or bound is written in math
+        if _ASKS_RATE.search(query.english):  # a rate or bound is written in math
             found += [m for m in maths if _ASYMPTOTIC.search(m)]
         return len(found)
     if query.wants == "entity":
-        asked = query.question.casefold()
+        asked = query.english.casefold()
         return len({n for n in NAME.findall(sentence) if n.casefold() not in asked})
     return 0
 
@@ -88,7 +90,7 @@ def evidence(query: Query, sentence: str) -> int:
 def reports_figure(text: str, counts: bool = False) -> bool:
     """Tell whether a text reports a figure: '7.4%', '2.5x', '$O(1/n)$'; with `counts`,
     also a spelled-out count ('three datasets'). Enumerators like '(1)' are not figures."""
-    for match in _FIGURE.finditer(_ENUMERATOR.sub(" ", text)):
+    for match in _FIGURE.finditer(_ENUMERATOR.sub(" ", _LINK.sub(" ", text))):
         if counts or match.group()[:1].isdigit():
             return True
     return bool(_MATH.search(text))

@@ -3,7 +3,8 @@
 Ids are stable across re-ingest: an OpenReview id as-is, another external id namespaced
 by its file ("nips2017/3768": bare numbers repeat across venues), else a hash of the
 normalised abstract ("a-3f1a9c..."). A record without a title gets a derived display
-label (the method it introduces, "GN-IVO", else its first words) kept apart from titles.
+label kept apart from titles (rag/labels.py: the method it introduces, "GN-IVO: Group-
+Normalized Implicit Value Optimization", else its contribution's key phrase).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from rag.labels import derive_label
 from rag.load import Record, venue_year
 from rag.types import Paper, Skip, SourceRef, content_hash
 
@@ -141,64 +143,6 @@ def _paper_id(external: Any, openreview: bool, record: Record, abstract: str) ->
     return f"{namespace}/{ext}"
 
 
-# -- display labels -----------------------------------------------------------------
-
-_TRIGGER = re.compile(
-    r"\b(?:called|named|dubbed|termed|we (?:propose|introduce|present|develop))\b", re.I
-)
-_PAREN_ACRONYM = re.compile(r"\(([A-Za-z0-9][A-Za-z0-9\-+.]{1,24})\)")
-_TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9\-+]{1,24}")
-_COMMON = {"LLM", "LLMs", "GPU", "GPUs", "NAS", "RL", "AI", "ML", "NLP", "CNN", "GNN", "GNNs"}
-
-
-def _is_name(token: str) -> bool:
-    """'NeuCLIP', 'GN-IVO', 'FlashWidget' are names; 'Token-Importance', 'LLMs' are not."""
-    letters = [c for c in token if c.isalpha()]
-    upper = sum(c.isupper() for c in letters)
-    camel = re.search(r"[a-z][A-Z]", token) is not None  # "FlashWidget", "AutoEP"
-    return (
-        upper >= 2 and (camel or upper / len(letters) >= 0.3) and token.strip("-+.") not in _COMMON
-    )
-
-
-def derive_label(abstract: str) -> str:
-    """Name the method an abstract introduces, else quote its first words.
-
-    'We present Group-Normalized Implicit Value Optimization (GN-IVO), a ...' -> 'GN-IVO'
-    A name counts only if the abstract does not use it before introducing it ('Singular
-    Value Decomposition (SVD) ... we propose' is not SVD); among several, the one the
-    abstract repeats most wins.
-    """
-    best: tuple[int, int, str] | None = None  # (-uses, position, name)
-    for trigger in _TRIGGER.finditer(abstract):
-        window = re.split(r"(?<=[.;:])\s", abstract[trigger.end() : trigger.end() + 110])[0]
-        for name in _candidates(window):
-            if abstract.find(name) < trigger.start():
-                continue
-            key = (-abstract.count(name), abstract.find(name), name)
-            best = key if best is None or key < best else best
-    if best:
-        return best[2]
-    words = abstract.split()
-    return " ".join(words[:8]) + (" …" if len(words) > 8 else "")
-
-
-def _candidates(window: str) -> list[str]:
-    # "(GTO)" after "Group Tree Optimization" names a method; "(OT)" after "optimal
-    # transport" only abbreviates a common term.
-    names = [
-        m.group(1)
-        for m in _PAREN_ACRONYM.finditer(window)
-        if window[: m.start()].rstrip().split(" ")[-1][:1].isupper()
-    ]
-    names += [
-        m.group(0)
-        for m in _TOKEN.finditer(window)
-        if m.start() == 0 or window[m.start() - 1] not in "${}^_\\("  # not LaTeX, not "(OT)"
-    ]
-    return [n.strip("-+.") for n in names if _is_name(n.strip("-+."))]
-
-
 # -- dedupe ---------------------------------------------------------------------------
 
 
@@ -251,3 +195,13 @@ def _merge_into(first: Paper, other: Paper) -> None:
             setattr(first, attr, getattr(other, attr))
     if first.title and first.label != first.title:
         first.label = first.title
+
+
+__all__ = [
+    "DEFAULT_FIELDS",
+    "FieldMap",
+    "clean_text",
+    "dedupe",
+    "derive_label",
+    "paper_from_record",
+]

@@ -42,3 +42,16 @@ Follow-up: {question}
 Standalone query:"""
 
 CONDENSE_SYSTEM = "You rewrite follow-up questions into standalone search queries."
+
+TRANSLATE = """Translate this {language} question about machine-learning papers into English. \
+Keep method names, acronyms and numbers exactly as written. Reply with the English question \
+alone.
+
+Question: {question}
+English:"""
+
+TRANSLATE_SYSTEM = "You translate questions into English for a search engine."
+
+ANSWER_LANGUAGE = """
+
+Write the answer in {language}; keep the [n] citations, method names and figures as they are."""

@@ -9,7 +9,8 @@ Every rule that reads a question lives here, with its word lists:
     many papers ...' -> count, else lookup) and what a good answer sentence holds;
   - the distinctive terms: names ('AltGDA', 'F2SA-p', 'KV'), quoted phrases, numbers;
   - whether it refers back to an earlier turn ('it', 'the second one', 'what about ...').
-It reads; it never searches. The language is a placeholder here (CJK script or English).
+It reads; it never searches. The language comes from rag/language.py; a question in
+another language is put into English by rag/translate.py and that English is read here.
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from rag import language
 from rag.text import STOP, mentions
-from rag.types import Filters
+from rag.types import Filters, Notice
 
 # --- word lists ---------------------------------------------------------------------------
 
@@ -151,9 +153,6 @@ NAME = re.compile(r"\b[A-Za-z]*(?:[A-Z][A-Za-z]*[A-Z0-9]|[a-z][A-Z]|\d[A-Za-z])[
 _QUOTED = re.compile(r"[\"“”']([^\"“”']{3,60})[\"“”']")
 _NUMBER = re.compile(r"(?<![\w.\-])\d+(?:\.\d+)?(?:%|x\b)?")  # not the 3 of 'EAGLE-3'
 _YEAR = r"(?:19[89]\d|20[0-4]\d)"
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
-_KANA = re.compile(r"[\u3040-\u30ff]")
-_HANGUL = re.compile(r"[\uac00-\ud7af]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,13 +177,21 @@ class Query:
     wants: str | None = None  # what an answer sentence must hold: "number", "entity" or None
     plural: bool = False  # asks for several papers
     terms: tuple[str, ...] = ()  # distinctive terms: names, quoted phrases, numbers
-    language: str = "en"
+    language: str = "en"  # ISO 639-1, of the question as typed
+    translated: str = ""  # the English question read and searched, when it was in another
+    translation: str = ""  # how it was put into English: "llm" | "dictionary" | "none"
+    notices: tuple[Notice, ...] = ()  # what reading it found worth telling (a failed call)
     refers_back: bool = False  # leans on an earlier turn ("how does it work?")
     ordinal: int | None = None  # "the second one" -> 2, "[3]" -> 3, "the last" -> -1
     subject: str = ""  # what a definition asks about: 'explain X' -> 'X'
     corrections: dict[str, str] = field(default_factory=dict)  # typo -> the index's word
     aliases: dict[str, tuple[str, ...]] = field(default_factory=dict)  # 'DCT' -> spelled out
     implied: tuple[str, ...] = ()  # acronyms of what the question spells out ('dct')
+
+    @property
+    def english(self) -> str:
+        """The question in English: as typed, or its translation."""
+        return self.translated or self.question
 
     def spellings(self, term: str) -> tuple[str, ...]:
         """A term and how the abstracts spell it out: 'DCT', 'discrete cosine transform'."""
@@ -210,22 +217,22 @@ class Query:
     def changes_topic(self) -> bool:
         """'what about vision models?', 'and for diffusion?': a follow-up after something
         new, not about the papers just shown."""
-        return bool(_WHAT_ABOUT.search(self.question))
+        return bool(_WHAT_ABOUT.search(self.english))
 
     @property
     def asks_authors(self) -> bool:
         """Tell whether authors or affiliations are asked for."""
-        return bool(ASKS_AUTHORS.search(self.question))
+        return bool(ASKS_AUTHORS.search(self.english))
 
     @property
     def asks_code(self) -> bool:
         """Tell whether a code link is asked for."""
-        return bool(ASKS_CODE.search(self.question))
+        return bool(ASKS_CODE.search(self.english))
 
     @property
     def asks_count_of_things(self) -> bool:
         """'how many layers ...': a spelled-out count ('three') answers it."""
-        return self.wants == "number" and bool(re.search(r"\bhow many\b", self.question, re.I))
+        return self.wants == "number" and bool(re.search(r"\bhow many\b", self.english, re.I))
 
 
 def read(question: str, vocabulary: Vocabulary | None = None) -> Query:
@@ -333,14 +340,8 @@ def ordinal_of(question: str) -> int | None:
 
 
 def language_of(question: str) -> str:
-    """'GTO 是什么方法？' -> 'zh'. Script-based: CJK scripts, else English."""
-    if not _CJK.search(question):
-        return "en"
-    if _KANA.search(question):
-        return "ja"
-    if _HANGUL.search(question):
-        return "ko"
-    return "zh"
+    """'GTO 是什么方法？' -> 'zh', 'kv cache compression' -> 'en' (rag/language.py)."""
+    return language.detect(question)
 
 
 # --- scope ------------------------------------------------------------------------------

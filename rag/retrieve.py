@@ -32,7 +32,7 @@ import Stemmer
 from rag import snapshot as snapshots
 from rag.config import Settings
 from rag.embed import Embedder
-from rag.index import Catalog, Store, where_clause
+from rag.index import Catalog, Store, StoreError, where_clause
 from rag.question import Vocabulary, status_matches, venue_key
 from rag.text import (
     TERMS_VERSION,
@@ -527,6 +527,13 @@ class Retriever:
             w for w in self._spelling_counts() if w[:1] == word[:1] and abs(len(w) - len(word)) <= 1
         ]
 
+    def held(self, word: str) -> float:
+        """How much the index holds an English word or phrase: log(1 + the stored papers
+        holding its rarest stem); 0 for a word none holds."""
+        df = self.terms.df
+        counts = [df.get(stem, 0) for stem in content_words(word)]
+        return math.log1p(min(counts)) if counts else 0.0
+
     def lexical_ceiling(self, query: str) -> float:
         """The best BM25 score the query could reach here (see `BM25Index.ceiling`)."""
         return self._state().bm25.ceiling(query)
@@ -603,7 +610,11 @@ class Retriever:
                 saved = snapshots.read(self.settings, "vectors", catalog.stamp)
                 matrix = _matrix_from_state(saved, len(catalog.ids))
                 if matrix is None:
-                    matrix = self.store.vectors(catalog.ids)
+                    found, read = self.store.vectors(catalog.ids)
+                    where = {cid: i for i, cid in enumerate(found)}
+                    if len(where) != len(catalog.ids):
+                        raise StoreError(f"the index at {self.store.location} changed while read")
+                    matrix = read[[where[cid] for cid in catalog.ids]]
                     if catalog.stamp and len(matrix):
                         state_out = {
                             "dtype": matrix.dtype.str,

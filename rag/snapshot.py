@@ -200,6 +200,7 @@ def load_catalog(store: Store, stamp: str | None) -> Catalog | None:
         _ignore(folder(store.settings) / "catalog.snap", "chunk count differs")
         return None
     catalog.stamp = stamp
+    catalog.relabel()  # labels follow the current rule (rag/labels.py), not the saved one
     return catalog
 
 

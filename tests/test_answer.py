@@ -77,6 +77,14 @@ def test_reports_figure_ignores_enumerators_and_counts_words_only_when_asked() -
         assert reports_figure(text), text
 
 
+def test_digits_inside_links_are_no_figure() -> None:
+    assert not reports_figure(
+        r"The code is available at \url{https://anonymous.4open.science/r/BoRA}."
+    )
+    assert not reports_figure("Code: https://github.com/x2y/repo3 and www.lab4.org")
+    assert reports_figure(r"BoRA gains 2.1% (code at \url{https://a.4open.science/r/B}).")
+
+
 def test_speculative_decoding_question_via_cli_json(seeded: Assistant) -> None:
     runner = CliRunner()
     index = str(seeded.settings.index_dir)

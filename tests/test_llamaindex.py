@@ -42,4 +42,4 @@ def test_our_retriever_composes_with_a_llama_index_query_engine(seeded: Assistan
     engine = RetrieverQueryEngine(HybridRetriever(seeded, top_k=3), synthesizer)
     response = engine.query(QueryBundle("speculative decoding draft model"))
     labels = [n.node.metadata["label"] for n in response.source_nodes]
-    assert labels and labels[0] == "GTO"
+    assert labels and labels[0].startswith("GTO")  # "GTO: Group Tree Optimization"

@@ -295,3 +295,35 @@ def test_follow_up_is_condensed_by_the_model(live: Live) -> None:
         call = live.recorder.answers()[-1]
         assert f"Question: {FOLLOW_UP}" in call.user
         assert_checked(second, call.reply.text)
+
+
+# -- a question in Chinese ------------------------------------------------------------------
+
+CHINESE = "GTO 是什么方法？"
+
+
+def test_chinese_question_is_translated_searched_and_answered_in_chinese(live: Live) -> None:
+    """translate (one call) -> retrieve the English -> answer, told to write Chinese. The
+    weak model's wording is not judged; the path and the citations are."""
+    answer = live.assistant.conversation().ask(CHINESE)
+
+    translations = [c for c in live.recorder.calls if c.system == prompts.TRANSLATE_SYSTEM]
+    assert len(translations) == 1
+    assert CHINESE in translations[0].user and "Chinese" in translations[0].user
+    assert answer.language == "zh"
+    codes = answer.to_dict()["notice_codes"]
+    if "translate_failed" in codes:  # the reply was no English: the offline gloss searched
+        assert answer.query == "what is GTO method?"
+    else:
+        assert answer.query and answer.query in translations[0].reply.text
+        assert not any("\u4e00" <= ch <= "\u9fff" for ch in answer.query)
+    assert "translated" in codes or "translate_failed" in codes
+    searched = [h.paper.paper_id for h in live.assistant.search_scoped(answer.query)[0]]
+    assert [s.paper_id for s in answer.sources] == searched[:TOP_K]
+
+    answers = live.recorder.answers()
+    assert len(answers) == 1
+    assert f"Question: {CHINESE}" in answers[0].user
+    assert "Write the answer in Chinese" in answers[0].user
+    assert_generated(answer)
+    assert_checked(answer, answers[0].reply.text)

@@ -185,3 +185,44 @@ def _ask(page: Any, question: str) -> None:
     box = page.get_by_test_id("stChatInputTextArea")
     box.fill(question)
     box.press("Enter")
+
+
+def test_topics_map_renders_and_a_topic_is_asked_about(app_url: str) -> None:
+    """The Topics tab: the map and the list render; a topic's question is answered in the
+    chat; a source card's Related papers open."""
+    assert Path(CHROMIUM).exists(), "chromium is missing: apt-get install -y chromium"
+    from playwright.sync_api import expect, sync_playwright
+
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1360, "height": 1000})
+        page.set_default_timeout(90_000)
+        expect.set_options(timeout=90_000)
+        page.goto(app_url)
+        expect(page.get_by_role("heading", name="Ask the abstracts")).to_be_visible()
+        _wait_idle(page)
+        page.get_by_role("tab", name="Topics").click()
+        chart = page.locator('[data-testid="stVegaLiteChart"]').first
+        expect(chart).to_be_visible()
+        expect(chart.locator("canvas, svg").first).to_be_visible()
+        expect(page.get_by_text("5 topics among 52 papers")).to_be_visible()
+        expect(page.locator(".rag-terms")).to_be_visible()
+        _wait_idle(page)
+        page.wait_for_timeout(500)  # the chart's entry transition
+        page.get_by_role("tab", name="Topics").scroll_into_view_if_needed()
+        page.mouse.wheel(0, -2000)  # the page top: the map under the tabs
+        page.screenshot(path=SHOTS / "08-topics-map.png")
+
+        page.get_by_role("button", name="Ask about these").click()
+        expect(page.get_by_text("About the papers of the topic")).to_be_visible()
+        expect(page.locator("#src-0-1")).to_be_visible()
+        _wait_idle(page)
+        page.locator(".st-key-related-0-1").get_by_role("button").click()
+        related = page.locator(".rag-related-list").first
+        expect(related).to_be_visible()
+        _wait_idle(page)
+        related.scroll_into_view_if_needed()
+        page.screenshot(path=SHOTS / "09-related-papers.png")
+        assert page.locator('[data-testid="stException"]').count() == 0
+        browser.close()

@@ -2,7 +2,8 @@
 
 Layout only: settings from the environment / .env (`RAG_INDEX_DIR` names the index), the
 assistant loaded once per process, a conversation per browser session, the sidebar, then
-the chat. Page pieces live in `ui/chat.py`, `ui/sidebar.py`; HTML and Markdown in
+two tabs: the chat, and the index's topics on a map (drawn only while its tab is open).
+Page pieces live in `ui/chat.py`, `ui/sidebar.py`, `ui/topics.py`; HTML and Markdown in
 `ui/render.py`. Expected failures show as messages in the page, never as tracebacks.
 """
 
@@ -13,9 +14,9 @@ from pathlib import Path
 import streamlit as st
 from pydantic import ValidationError
 
-from rag.assistant import Assistant
+from rag.assistant import Assistant, Conversation
 from rag.config import Settings
-from ui import chat, resources, sidebar
+from ui import chat, resources, sidebar, topics
 from ui.chat import describe
 
 STYLE = Path(__file__).with_name("style.css")
@@ -50,11 +51,38 @@ def main() -> None:
     empty = stats["papers"] == 0
     if empty:
         st.warning("The index is empty: add abstracts with **Add abstracts** in the sidebar.")
-    question = st.chat_input(
+    typed = st.chat_input(
         "Ask about the papers, e.g. which methods speed up LLM decoding?",
         disabled=empty,
         key="question",
-    ) or st.session_state.pop("suggested", None)
+    )
+    suggested = st.session_state.pop("suggested", None)
+    focus = topics.pop_focus()  # a question asked from the Topics tab, about its papers
+    question = typed or suggested
+    if typed:
+        focus = None
+    if question and question.strip():
+        st.session_state[topics.VIEW] = topics.ASK_TAB  # the answer shows in the chat
+    ask_tab, topics_tab = st.tabs(
+        [topics.ASK_TAB, topics.TOPICS_TAB], key=topics.VIEW, on_change="rerun"
+    )
+    with ask_tab:
+        chat_column(conversation, options, question, empty, focus)
+    if topics_tab.open and not empty:
+        with topics_tab:
+            topics.topics_tab(assistant, options.filters)
+    with tools:
+        sidebar.conversation_tools(conversation)
+
+
+def chat_column(
+    conversation: Conversation,
+    options: sidebar.Options,
+    question: str | None,
+    empty: bool,
+    focus: topics.Focus | None,
+) -> None:
+    """The past turns, suggestions for an empty chat, then the new question's answer."""
     reask = chat.pop_reask()  # a scope chip removed: the same question, less that filter
     for i, turn in enumerate(conversation.turns):
         chat.show_turn(i, turn.question, turn.answer)
@@ -69,12 +97,12 @@ def main() -> None:
             conversation,
             question.strip(),
             reask=reask,
+            about=focus.about if focus else "",
             mode=options.mode,
             top_k=options.top_k,
             filters=options.filters,
+            **({"prefer": focus.paper_ids} if focus else {}),
         )
-    with tools:
-        sidebar.conversation_tools(conversation)
 
 
 def open_index() -> tuple[Assistant, str]:

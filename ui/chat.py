@@ -21,7 +21,8 @@ import streamlit as st
 from rag import errors
 from rag.assistant import Conversation
 from rag.types import Answer
-from ui import render
+from ui import render, resources
+from ui.related import related_action
 from ui.stream import Done, Failed, Token, ask_events
 
 EXPECTED = errors.EXPECTED
@@ -38,6 +39,7 @@ class Scope:
     named: tuple[str, ...] | None = None  # fields read from the question (None: unknown)
     ignored: tuple[str, ...] = ()  # read-scope fields removed with the chips
     removed: tuple[str, ...] = ()  # their labels, as the chips showed them
+    about: str = ""  # the topic whose papers were ranked first (asked from the Topics tab)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +63,10 @@ def show_turn(turn: int, question: str, answer: Answer) -> None:
 def show_question(question: str, scope: Scope) -> None:
     """The question as typed; a re-asked one says what it was asked without."""
     st.markdown(render.escape_markdown(question))
+    if scope.about:
+        st.caption(
+            f":material/hub: About the papers of the topic {render.escape_markdown(scope.about)}"
+        )
     if scope.removed:
         without = ", ".join(render.escape_markdown(label) for label in scope.removed)
         st.caption(f":material/refresh: Asked again without {without}")
@@ -138,6 +144,9 @@ def sources_panel(turn: int, answer: Answer) -> None:
                 st.markdown(render.quote_html(support), unsafe_allow_html=True)
             with st.expander("Full abstract", key=f"abstract-{turn}-{source.n}"):
                 st.markdown(render.abstract_html(answer, source), unsafe_allow_html=True)
+            assistant = resources.current_assistant()
+            if assistant is not None:
+                related_action(assistant, turn, source)
     related = render.uncited_sources(answer)
     if related:
         with st.expander(f"Also relevant · {len(related)} more retrieved, not cited"):
@@ -206,12 +215,14 @@ def ask_live(
     question: str,
     *,
     reask: Reask | None = None,
+    about: str = "",
     **options: Any,
 ) -> None:
     """Ask, streaming tokens into the page, then draw the checked answer in their place.
 
-    `options` go to `Conversation.ask` (mode, top_k, filters); a `reask` asks again with
-    the read-scope fields it names ignored.
+    `options` go to `Conversation.ask` (mode, top_k, filters, prefer); a `reask` asks
+    again with the read-scope fields it names ignored; `about` names the topic whose
+    papers `prefer` ranks first.
     """
     turn = len(conversation.turns)
     ignored = reask.ignored if reask else ()
@@ -223,6 +234,7 @@ def ask_live(
         named=_named(conversation, question, ignored),
         ignored=ignored,
         removed=reask.removed if reask else (),
+        about=about,
     )
     with st.chat_message("user"):
         show_question(question, scope)

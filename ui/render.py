@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlparse
 
+from rag import language
 from rag.citations import CITATION, parse_group
+from rag.related import RelatedPaper
 from rag.text import overlap, split_sentences
 from rag.types import Answer, Filters, Source, SourceRef
 
@@ -188,6 +190,18 @@ def related_html(source: Source) -> str:
     )
 
 
+def related_paper_html(paper: RelatedPaper) -> str:
+    """One related paper: its similarity, label (derived marked), venue/year and link."""
+    label = f"<b>{escape_html(paper.title)}</b>" + (_DERIVED if paper.title_is_derived else "")
+    where = escape_html(" ".join(str(x) for x in (paper.venue, paper.year) if x))
+    url = safe_url(paper.site)
+    link = f" · {_link(url)}" if url else ""
+    return (
+        f'<div class="rag-related"><span class="rag-score">{paper.score:.2f}</span> '
+        f'{label} <span class="rag-meta">{where}{link}</span></div>'
+    )
+
+
 def reference_line(source: Source) -> str:
     """'[1] Title (derived label). ICLR 2026. https://...' for Markdown export."""
     label = source.title + (" (derived label)" if source.title_is_derived else "")
@@ -230,17 +244,6 @@ ORIGIN_HELP = {
     "context": "Carried over from the previous question: ask afresh to drop it.",
 }
 SCOPE_LABEL = '<span class="rag-scope-label">Searched within</span>'
-LANGUAGES = {
-    "zh": "Chinese",
-    "ja": "Japanese",
-    "ko": "Korean",
-    "fr": "French",
-    "de": "German",
-    "es": "Spanish",
-    "it": "Italian",
-    "pt": "Portuguese",
-    "ru": "Russian",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -299,18 +302,13 @@ def page_notices(answer: Answer) -> list[str]:
     return [n for n in answer.notices if getattr(n, "code", "") != "scope"]
 
 
-def language_name(code: str) -> str:
-    """'zh' -> 'Chinese'; an unlisted code stays as it is."""
-    return LANGUAGES.get(code.lower(), code)
-
-
 def answer_details(answer: Answer) -> list[str]:
     """The small print of an answer: ['confidence 0.82', 'asked in Chinese'] (English unsaid)."""
     parts = []
     if answer.confidence is not None:
         parts.append(f"confidence {answer.confidence:.2f}")
     if answer.language and answer.language.lower() != "en":
-        parts.append(f"asked in {language_name(answer.language)}")
+        parts.append(f"asked in {language.name(answer.language.lower())}")
     return parts
 
 

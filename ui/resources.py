@@ -91,3 +91,9 @@ def conversation(assistant: Assistant) -> Conversation:
         current = assistant.conversation()
         st.session_state["conversation"] = current
     return current
+
+
+def current_assistant() -> Assistant | None:
+    """The assistant of this session's conversation (None before the page set one up)."""
+    current = st.session_state.get("conversation")
+    return current.assistant if isinstance(current, Conversation) else None
