@@ -29,7 +29,7 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from pydantic import PrivateAttr
 
 from eval.metrics import percentile as eval_percentile
-from rag.embed import Embedder, clear_query_cache, model_path
+from rag.embed import OMP_POLICY_OURS, Embedder, clear_query_cache, model_path
 from rag.types import Paper
 
 PEER = "llama-index VectorStoreIndex + Chroma, default settings, HuggingFaceEmbedding (defaults)"
@@ -191,6 +191,7 @@ def run_in_new_process(
     """The defaults peer in a process of its own, as a user would run it: nothing of ours
     (ONNX sessions, BLAS threads, the index) shares its process."""
     import json
+    import os
     import subprocess
     import sys
 
@@ -208,9 +209,11 @@ def run_in_new_process(
         ),
         encoding="utf-8",
     )
-    done = subprocess.run(
-        [sys.executable, "-m", "eval.peer", str(job)], capture_output=True, text=True, check=False
-    )
+    env = dict(os.environ)
+    if OMP_POLICY_OURS:  # the peer runs with OpenMP's defaults, as a user's process would
+        env.pop("OMP_WAIT_POLICY", None)
+    command = [sys.executable, "-m", "eval.peer", str(job)]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"the llama-index peer failed: {done.stderr[-800:]}")
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))

@@ -123,14 +123,17 @@ class Choice:
 
 
 def machine_key(model: str, max_tokens: int, family: str | None = None) -> str:
-    """What the choice depends on, hashed: CPU, cores, flags, model, libraries."""
+    """What the choice depends on, hashed: CPU, cores, flags, model, OpenMP's wait policy,
+    libraries."""
     versions = []
     for package in ("torch", "onnxruntime", "transformers"):
         try:
             versions.append(metadata.version(package))
         except metadata.PackageNotFoundError:
             versions.append("-")
-    parts = [json.dumps(cpu_info(), sort_keys=True), model, str(max_tokens), str(family), *versions]
+    threads = os.environ.get("OMP_WAIT_POLICY", "")  # spinning or not changes torch's speed
+    parts = [json.dumps(cpu_info(), sort_keys=True), model, str(max_tokens), str(family), threads]
+    parts += versions
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
 
 
