@@ -162,11 +162,13 @@ class ModelEmbedder:
     per batch, on the backend measured fastest here (rag/tuning.py) or the one forced.
 
     Texts are tokenized once, sorted by length and cut into batches, each padded only to
-    its own longest text (a batch of titles is not padded to 128). Calls of fewer than
-    SMALL_CALL texts (a query, an answer's candidate sentences) go through the query
-    backend, so `rag ask` never loads the bulk one: torch's import alone takes ~2 s, more
-    than 64 texts ever save. Every backend of a family gives the same vectors to cosine
-    0.9999, and the family is recorded in the index (rag/index.py).
+    its own longest text (a batch of titles is not padded to 128). Queries go through the
+    query backend; so do calls of fewer than SMALL_CALL texts (an answer's candidate
+    sentences) until the bulk backend is loaded, so `rag ask` never loads it: torch's
+    import alone takes ~2 s, more than 64 texts ever save. Once it is loaded (an ingest,
+    a caller embedding in batches of 16), every batch goes through it. Every backend of
+    a family gives the same vectors to cosine 0.9999, and the family is recorded in the
+    index (rag/index.py).
     """
 
     def __init__(
@@ -266,9 +268,10 @@ class ModelEmbedder:
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """Embed documents on the bulk backend (few texts: on the query backend)."""
-        if len(texts) < SMALL_CALL:
-            return self._embed(self._query_runner(), texts)
-        return self._embed(self._runner(self.choice.bulk), texts)
+        bulk = self.choice.bulk
+        if len(texts) < SMALL_CALL and (bulk, self.threads) not in self._runners:
+            return self._embed(self._query_runner(), texts)  # not worth loading the bulk one
+        return self._embed(self._runner(bulk), texts)
 
     def warm_up(self, bulk: bool = True) -> None:
         """Load the query backend (and the bulk one) and run each once."""
