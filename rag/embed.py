@@ -280,8 +280,8 @@ class ModelEmbedder:
             self._embed(self._runner(self.choice.bulk), ["A warm-up sentence."])
 
     def embed_query(self, text: str) -> np.ndarray:
-        """Embed one query on the query backend (cached)."""
-        return _cached_query(self, text)
+        """Embed one query on the query backend, whatever else is loaded (cached)."""
+        return _cached_model_query(self, text)
 
     def _embed(self, runner: Runner, texts: list[str]) -> np.ndarray:
         """Batches of similar length, each padded to its longest; rows in input order."""
@@ -317,10 +317,16 @@ def default_cache_dir() -> Path:
 def clear_query_cache() -> None:
     """Forget cached query vectors (benchmarks time the embedding of every query)."""
     _cached_query.cache_clear()
+    _cached_model_query.cache_clear()
 
 
 @lru_cache(maxsize=1024)
-def _cached_query(embedder: LocalEmbedder | ModelEmbedder, text: str) -> np.ndarray:
+def _cached_model_query(embedder: ModelEmbedder, text: str) -> np.ndarray:
+    return embedder._embed(embedder._query_runner(), [text])[0]
+
+
+@lru_cache(maxsize=1024)
+def _cached_query(embedder: LocalEmbedder, text: str) -> np.ndarray:
     return embedder.embed([text])[0]
 
 

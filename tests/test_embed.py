@@ -125,3 +125,22 @@ def test_an_index_never_mixes_vector_families(
 def test_unknown_local_model_is_a_clear_error() -> None:
     with pytest.raises(EmbeddingError, match="not available offline"):
         model_path("some/hub-model")
+
+
+def test_a_few_texts_do_not_load_the_batch_backend(cache_dir: Path) -> None:
+    model = ModelEmbedder(max_tokens=128, backend="onnx", cache_dir=cache_dir)
+    model.embed(["a question", "an answer's sentence"])
+    assert set(model._runners) == {("onnx", 1)}  # the one-thread query session only
+    model.embed(["a text"] * 64)
+    assert ("onnx", 0) in model._runners  # a batch loads the bulk session
+    calls: list[int] = []
+    runner = model._runners[("onnx", 1)]
+    run = runner.run
+
+    def counted(ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        calls.append(len(ids))
+        return run(ids, mask)
+
+    runner.run = counted  # type: ignore[method-assign]
+    model.embed_query("a query still goes through the one-thread session")
+    assert calls == [1]
