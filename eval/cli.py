@@ -455,6 +455,20 @@ def _ingest_progress(bar: Any) -> Callable[[int, int], None]:
     default=None,
     help="Question set for hit@5 (default: eval/questions/iclr2026.jsonl).",
 )
+@click.option(
+    "--cold-start/--no-cold-start",
+    default=True,
+    show_default=True,
+    help="Also time the first answer of new `rag ask` processes (cold_start_s).",
+)
+@click.option(
+    "--backend-quality",
+    "quality_out",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Instead: score hit@5 of every embedding backend and write the record "
+    "(rag/data/backend_quality.json) that admits reduced-precision ones.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.pass_context
 def bench_cmd(
@@ -464,11 +478,31 @@ def bench_cmd(
     raw_sample: int,
     peer: bool,
     questions_file: str | None,
+    cold_start: bool,
+    quality_out: str | None,
     as_json: bool,
 ) -> None:
     """Measure ingest and query speed on a temporary index (and plain llama-index's)."""
-    from eval.bench import DEFAULT_QUESTIONS, default_corpus, format_table, run_bench
+    from eval.bench import (
+        DEFAULT_QUESTIONS,
+        backend_quality,
+        default_corpus,
+        format_table,
+        run_bench,
+    )
     from rag.cli import friendly_errors
+
+    if quality_out:
+        with friendly_errors():
+            record = backend_quality(
+                list(corpus) or default_corpus(),
+                ctx.find_root().obj["settings"],
+                limit=limit,
+                questions_file=Path(questions_file) if questions_file else DEFAULT_QUESTIONS,
+            )
+        Path(quality_out).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+        click.echo(json.dumps(record, indent=2))
+        return
 
     with friendly_errors():
         result = run_bench(
@@ -478,6 +512,7 @@ def bench_cmd(
             raw_sample=raw_sample,
             peer=peer,
             questions_file=Path(questions_file) if questions_file else DEFAULT_QUESTIONS,
+            cold_start=cold_start,
         )
     if as_json:
         click.echo(json.dumps(result, indent=2))

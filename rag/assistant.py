@@ -11,6 +11,7 @@ a standalone query, without one it is searched together with what it refers to.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Iterable, Sequence
@@ -23,7 +24,7 @@ from rag.answer import Answerer, abstention
 from rag.conference import count_answer, table_answer
 from rag.config import BUNDLED_CORPUS, Settings
 from rag.embed import Embedder, make_embedder
-from rag.index import Store, adopt_layout
+from rag.index import Store, adopt_layout, recorded_family
 from rag.ingest import Progress, ingest
 from rag.llm import Chat, ChatClient, LLMError, OnReset, OnToken
 from rag.papers import FieldMap
@@ -45,8 +46,8 @@ class Assistant:
         # fit that layout is refused by the store ("built with X, not Y"), never mixed in.
         settings = adopt_layout(settings)
         self.settings = settings
-        self.embedder = embedder or make_embedder(settings)
-        self.store = Store(settings, self.embedder.name)
+        self.embedder = embedder or make_embedder(settings, recorded_family(settings))
+        self.store = Store(settings, self.embedder.name, getattr(self.embedder, "family", None))
         self.retriever = Retriever(self.store, self.embedder, settings)
         self.client: Chat | None = chat or (ChatClient(settings) if settings.base_url else None)
         self.answerer = Answerer(
@@ -233,7 +234,8 @@ class Assistant:
             hits = self.retriever.search(
                 searched, top_k, applied, retriever, timings, read_q.keywords, prefer
             )
-            timings["retrieve"] = round(sum(timings.values()), 2)
+            # wall time: the dense and BM25 searches overlap, so their parts do not add up
+            timings["retrieve"] = round((time.perf_counter() - t0) * 1000, 2)
             t0 = time.perf_counter()
             answer = self.answerer.answer(read_q, hits, mode, on_token, on_reset)
         timings["answer"] = round((time.perf_counter() - t0) * 1000, 2)
@@ -337,6 +339,22 @@ class Assistant:
         catalog = self.retriever.catalog
         return catalog.ids, catalog.texts
 
+    def warm_up(self, background: bool = False) -> threading.Thread | None:
+        """Load the embedding model's weights now (the first call pays for its set-up); with
+        `background`, on a thread, while the caller reads the index or draws a page (a
+        first `rag ask` loads both at once: the model's load releases the GIL)."""
+        if not background:
+            self.embedder.embed(["A warm-up sentence."])
+            return None
+        thread = threading.Thread(target=self._warm_quietly, name="rag-warm-up", daemon=True)
+        thread.start()
+        return thread
+
+    def _warm_quietly(self) -> None:
+        # A failure here is reported by the question that needs the model.
+        with contextlib.suppress(Exception):
+            self.embedder.embed(["A warm-up sentence."])
+
     # -- the whole index: topics, related papers ----------------------------------------
 
     def topics(
@@ -372,10 +390,6 @@ class Assistant:
             return Related(paper_id, stored.paper.label if stored else paper_id, [])
         keep = scope.match if scope.filters.active else None
         return related(self.store, catalog, paper_id, top_k, scope.where(), keep)
-
-    def warm_up(self) -> None:
-        """Load the embedding model's weights now (the first call pays for its set-up)."""
-        self.embedder.embed(["A warm-up sentence."])
 
     def stats(self) -> dict[str, Any]:
         """Index statistics for the UI and `rag stats`."""

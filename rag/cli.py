@@ -40,13 +40,16 @@ def _settings(ctx: click.Context) -> Settings:
     return ctx.obj["settings"]
 
 
-def _assistant(ctx: click.Context) -> Any:
+def _assistant(ctx: click.Context, warm: bool = False) -> Any:
+    """The assistant; `warm`: load the model in the background meanwhile (questions)."""
     if "assistant" not in ctx.obj:
         from rag.assistant import Assistant
 
         click.echo("Loading the index and embedding model…", err=True)
         with friendly_errors():
             ctx.obj["assistant"] = Assistant(_settings(ctx))
+        if warm:
+            ctx.obj["assistant"].warm_up(background=True)
     return ctx.obj["assistant"]
 
 
@@ -206,7 +209,7 @@ def _ignored(opts: dict[str, Any]) -> tuple[str, ...]:
 @click.pass_context
 def search_cmd(ctx: click.Context, query: str, as_json: bool, **opts: Any) -> None:
     """Print the papers ranked for QUERY, with scores."""
-    assistant = _assistant(ctx)
+    assistant = _assistant(ctx, warm=True)
     with friendly_errors():
         hits, applied = assistant.search_scoped(
             query, opts["top_k"], _filters(opts), opts["retriever"], _ignored(opts)
@@ -253,7 +256,7 @@ def ask_cmd(
     ctx: click.Context, question: str, as_json: bool, mode: str | None, **opts: Any
 ) -> None:
     """Answer QUESTION from the indexed abstracts, with [n] citations."""
-    assistant = _assistant(ctx)
+    assistant = _assistant(ctx, warm=True)
     stream = None if as_json else _echo_token
     with friendly_errors():
         answer = assistant.ask(
@@ -369,7 +372,7 @@ def format_table(answer: Answer, width: int | None = None) -> str:
 @click.pass_context
 def chat_cmd(ctx: click.Context, mode: str | None) -> None:
     """Chat in the terminal (follow-up questions keep context). Builds the index if empty."""
-    assistant = _assistant(ctx)
+    assistant = _assistant(ctx, warm=True)
     with friendly_errors(), _progress_bar("Indexing the bundled ICLR 2026 abstracts") as bar:
         assistant.ensure_default_corpus(bar)
     stats = assistant.stats()

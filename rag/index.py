@@ -33,6 +33,7 @@ SPACE = "cosine"
 # A chunk's text is kept in its metadata, not as a Chroma document: documents get a
 # full-text index (unused here) that made writes ~1.8x slower (5,468 chunks: 12.8 s -> 7.0 s).
 TEXT_KEY = "text"
+FAMILY_KEY = "embed_family"  # collection metadata: "fp32" or "int8" (rag/backends.py)
 STAMP_KEY = "rag_stamp"  # collection metadata: changes with every write (see rag/snapshot.py)
 
 
@@ -141,18 +142,19 @@ def paper_from_metadata(meta: dict[str, Any], abstract: str) -> Paper:
 class Store:
     """A Chroma collection of chunks, embedded locally on disk or on a Chroma server."""
 
-    def __init__(self, settings: Settings, embed_model: str) -> None:
+    def __init__(self, settings: Settings, embed_model: str, family: str | None = None) -> None:
         self.settings = settings
         self.location = settings.chroma_url or str(settings.index_dir)
         self.client = _client(settings)
         # An index of per-paper vectors answers dense queries differently: never mix them.
         embed_model += PER_PAPER if settings.embed_unit == "paper" else ""
         self.embed_model = embed_model
+        created = {"hnsw:space": SPACE, "embed_model": embed_model}
+        if family:
+            created[FAMILY_KEY] = family
         try:
             self.collection = self.client.get_or_create_collection(
-                settings.collection,
-                metadata={"hnsw:space": SPACE, "embed_model": embed_model},
-                embedding_function=None,
+                settings.collection, metadata=created, embedding_function=None
             )
         except Exception as exc:  # chromadb raises many types; name the place either way
             raise StoreError(f"cannot open collection at {self.location}: {exc}") from exc
@@ -162,6 +164,14 @@ class Store:
                 f"the index at {self.location} was built with {stored!r}, not {embed_model!r}: "
                 "use the same RAG_EMBED_MODEL, RAG_EMBED_MAX_TOKENS and RAG_EMBED_UNIT, or "
                 "another RAG_INDEX_DIR / RAG_COLLECTION"
+            )
+        # fp32 and int8 vectors agree to cosine 0.999, not 0.9999: one family per index.
+        recorded = (self.collection.metadata or {}).get(FAMILY_KEY)
+        if family and recorded and recorded != family:
+            raise StoreError(
+                f"the index at {self.location} holds {recorded} vectors, and this process "
+                f"embeds {family} ones: set RAG_EMBED_BACKEND=auto (it keeps to the index's "
+                "family) or a backend of that family, or re-ingest into another RAG_INDEX_DIR"
             )
 
     def count(self) -> int:
@@ -371,6 +381,16 @@ def adopt_layout(settings: Settings) -> Settings:
         tokens = recorded.removesuffix(PER_PAPER).partition("@")[2]
         update["embed_max_tokens"] = int(tokens) if tokens.isdigit() else MAX_TOKENS
     return settings.model_copy(update=update)
+
+
+def recorded_family(settings: Settings) -> str | None:
+    """The vector family the existing index records ('fp32', 'int8'); None without one."""
+    try:
+        metadata = _client(settings).get_collection(settings.collection).metadata or {}
+    except Exception:  # no collection yet, or a store error that Store will name
+        return None
+    family = metadata.get(FAMILY_KEY)
+    return family if isinstance(family, str) and family else None
 
 
 def _client(settings: Settings) -> Any:

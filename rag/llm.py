@@ -16,13 +16,15 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
-import openai
 
 from rag.config import Settings
 from rag.errors import RagError
+
+if TYPE_CHECKING:
+    import openai  # imported on use: ~1 s of every `rag ask` start, needed with an endpoint only
 
 OnToken = Callable[[str], None]
 OnReset = Callable[[], None]  # tokens streamed so far are void (a retry or a fallback follows)
@@ -71,6 +73,8 @@ class ChatClient:
     """Chat completions with retries, one deadline, and optional token streaming."""
 
     def __init__(self, settings: Settings) -> None:
+        import openai
+
         self.settings = settings
         key = settings.api_key.get_secret_value() if settings.api_key else "not-needed"
         self.client = openai.OpenAI(
@@ -124,6 +128,8 @@ class ChatClient:
         remaining: float,
         max_tokens: int | None,
     ) -> str:
+        import openai
+
         request: dict[str, Any] = dict(
             model=self.settings.llm_model,
             messages=messages,
@@ -182,6 +188,8 @@ class ChatClient:
 
     def health(self, timeout_s: float = 3.0) -> tuple[bool, str]:
         """Check the endpoint with a cheap models listing: (ok, short description)."""
+        import openai
+
         try:
             models = self.client.with_options(timeout=timeout_s).models.list()
             names = [m.id for m in models.data][:3]

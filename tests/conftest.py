@@ -21,11 +21,18 @@ FIXTURES = Path(__file__).parent / "fixtures"
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 
 
+@pytest.fixture(scope="session")
+def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The per-machine cache (backend choice, ONNX export) for the whole session."""
+    return tmp_path_factory.mktemp("cache")
+
+
 @pytest.fixture(autouse=True)
-def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+def _clean_env(monkeypatch: pytest.MonkeyPatch, cache_dir: Path) -> None:
     for name in list(os.environ):
         if name.startswith(("RAG_", "OPENAI_")):
             monkeypatch.delenv(name)
+    monkeypatch.setenv("RAG_CACHE_DIR", str(cache_dir))  # never the user's cache
 
 
 def make_settings(index_dir: Path, **overrides: Any) -> Settings:

@@ -7,7 +7,9 @@ import json
 
 from click.testing import CliRunner
 
-from eval.bench import TARGETS, distinct, even_sample, format_table, hit_rate, percentile
+from eval.bench import TARGETS, even_sample, format_table
+from eval.peer import distinct, hit_rate, percentile
+from rag.backends import BACKENDS
 from rag.cli import main
 from rag.config import BUNDLED_CORPUS
 
@@ -54,12 +56,17 @@ def test_bench_reports_every_figure(tmp_path: object) -> None:
     )
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    assert data["abstracts"] == 3 and data["chunks"] >= 3  # 4 papers, limited to 3
+    # 4 papers, limited to 3, and the 52 bundled seeds always added: hit@5 is scored
+    assert data["abstracts"] == 3 + 52 and data["chunks"] >= 3 + 52
     assert data["limit"] == 3
-    assert data["raw_sample"] == data["chunks"]  # fewer chunks than the sample size
-    assert isinstance(data["hit_questions"], int)
+    assert data["raw_sample"] == data["embedded_texts"]  # fewer texts than the sample size
+    assert data["hit_questions"] > 0 and 0 <= data["hit_at_5"] <= 1
     assert data["peer"].startswith("llama-index VectorStoreIndex")
-    assert data["peer_chunks"] >= 1
+    assert "HuggingFaceEmbedding" in data["peer"] and "our embedder" in data["peer_same_embedder"]
+    assert data["peer_chunks"] >= 1 and data["peer_same_embedder_chunks"] >= 1
+    assert data["cpu"]["cores"] >= 1 and isinstance(data["cpu"]["flags"], list)
+    assert data["embed_backend"] in BACKENDS and data["embed_query_backend"] in BACKENDS
+    assert data["embed_family"] in ("fp32", "int8")
     for key in (
         "raw_embed_chunks_per_s",
         "ingest_chunks_per_s",
@@ -74,12 +81,18 @@ def test_bench_reports_every_figure(tmp_path: object) -> None:
         "peer_query_p95_ms",
         "ingest_speedup_vs_peer",
         "query_speedup_vs_peer",
+        "peer_same_embedder_ingest_s",
+        "peer_same_embedder_query_p95_ms",
+        "ingest_speedup_vs_peer_same_embedder",
+        "query_speedup_vs_peer_same_embedder",
+        "cold_start_s",
     ):
         assert data[key] > 0, key
     assert data["query_p50_ms"] <= data["query_p95_ms"]
     assert data["peer_query_p50_ms"] <= data["peer_query_p95_ms"]
     table = format_table(data)
     assert "peer_chunks" not in table  # paired with `chunks` on one row
+    assert data["cpu"]["model"] in table
     assert all(key in table for key in ("ingest_s", "hit_at_5", "query_p95_ms"))
     assert set(data["targets"]) == set(TARGETS)
     for key, check in data["targets"].items():
@@ -99,6 +112,7 @@ def test_bench_without_peer_or_limit(tmp_path: object) -> None:
             f"{tmp_path}/unused",
             "bench",
             "--no-peer",
+            "--no-cold-start",
             "--raw-sample",
             "2",
             "--corpus",
@@ -107,6 +121,7 @@ def test_bench_without_peer_or_limit(tmp_path: object) -> None:
     )
     assert result.exit_code == 0, result.output
     assert "raw_sample" in result.output and "peer" not in result.output
+    assert "cold_start_s" not in result.output
 
 
 def test_bench_scores_hit_at_5_on_the_bundled_seeds(tmp_path: object) -> None:
@@ -124,6 +139,7 @@ def test_bench_scores_hit_at_5_on_the_bundled_seeds(tmp_path: object) -> None:
             "60",
             "--raw-sample",
             "64",
+            "--no-cold-start",
             "--json",
         ],
     )

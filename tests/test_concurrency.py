@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
-from eval.bench import QUESTIONS, percentile
+from eval.bench import QUESTIONS
+from eval.peer import percentile
 from rag.assistant import Assistant
 
 

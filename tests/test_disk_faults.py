@@ -39,7 +39,11 @@ def tmpfs(point: Path, options: str) -> None:
 
 
 def rag(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAG_", "OPENAI_"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("RAG_", "OPENAI_")) or k == "RAG_CACHE_DIR"  # the test's cache
+    }
     return subprocess.run(
         [sys.executable, "-m", "rag.cli", *map(str, args)],
         env=env,

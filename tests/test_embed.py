@@ -1,35 +1,146 @@
-"""Embedders: the int8 ONNX model agrees with the fp32 sentence-transformers model."""
+"""Embedders: every backend gives today's vectors (sentence-transformers fp32), the choice
+among them is measured once and cached, and an index never mixes vector families."""
 
 from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from rag import tuning
+from rag.backends import BACKENDS, FAMILY
 from rag.chunk import Chunker
-from rag.embed import EmbeddingError, LocalEmbedder, OnnxEmbedder, model_path
-from rag.index import embedded_text
+from rag.config import Settings
+from rag.embed import EmbeddingError, LocalEmbedder, ModelEmbedder, make_embedder, model_path
+from rag.index import Store, StoreError, embedded_text, recorded_family
 
 from .test_chunk import seed_papers
 
 
-def test_onnx_int8_vectors_match_fp32_on_the_seed_chunks(embedder: LocalEmbedder) -> None:
+@pytest.fixture(scope="module")
+def seed_texts(embedder: LocalEmbedder) -> list[str]:
     chunker = Chunker(160, 32)
-    texts = [embedded_text(p, c) for p in seed_papers()[:20] for c in chunker.split(p)]
-    onnx = OnnxEmbedder(batch_size=16, max_tokens=embedder.max_tokens)
-    fast, reference = onnx.embed(texts), embedder.embed(texts)
-    assert fast.shape == reference.shape == (len(texts), 384)
+    return [embedded_text(p, c) for p in seed_papers() for c in chunker.split(p)]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_every_backend_gives_todays_vectors(
+    backend: str, embedder: LocalEmbedder, seed_texts: list[str], cache_dir: Path
+) -> None:
+    model = ModelEmbedder(
+        batch_size=16, max_tokens=embedder.max_tokens, backend=backend, cache_dir=cache_dir
+    )
+    assert len(seed_texts) >= 64  # the bulk path, not the small-call one
+    fast, reference = model.embed(seed_texts), embedder.embed(seed_texts)
+    assert fast.shape == reference.shape == (len(seed_texts), 384)
     assert np.allclose(np.linalg.norm(fast, axis=1), 1.0, atol=1e-4)
     cosine = (fast * reference).sum(axis=1)
-    assert cosine.min() > 0.995, cosine.min()
-    # The nearest chunk of each query is the same under both models.
-    queries = ["speculative decoding draft model", "differential privacy optimizers"]
-    for q in queries:
-        assert int(np.argmax(fast @ onnx.embed_query(q))) == int(
+    floor = 0.9999 if FAMILY[backend] == "fp32" else 0.999
+    assert cosine.min() >= floor, cosine.min()
+    few = model.embed(seed_texts[:10])  # a small call: the query backend
+    assert ((few * reference[:10]).sum(axis=1)).min() >= floor
+    for q in ["speculative decoding draft model", "what is GTO?", "differential privacy"]:
+        assert float(model.embed_query(q) @ embedder.embed_query(q)) >= floor
+        # the nearest chunk is the same
+        assert int(np.argmax(fast @ model.embed_query(q))) == int(
             np.argmax(reference @ embedder.embed_query(q))
         )
-    assert onnx.name == embedder.name
+    assert model.name == embedder.name  # same vectors, same recorded model
+    assert model.family == FAMILY[backend]
+
+
+def test_length_buckets_keep_the_input_order(cache_dir: Path, seed_texts: list[str]) -> None:
+    model = ModelEmbedder(max_tokens=128, backend="onnx", cache_dir=cache_dir)
+    texts = [seed_texts[0][:40], seed_texts[1], "a", seed_texts[2][:300], seed_texts[3]]
+    together = model.embed(texts * 13)  # 65 texts: bucketed by length, bulk backend
+    alone = np.stack([model.embed([t])[0] for t in texts])  # each padded to itself only
+    assert np.allclose(together[:5], alone, atol=1e-5)
+    assert np.allclose(together[5:10], alone, atol=1e-5)
+    assert model.embed([]).shape == (0, 384)
+
+
+def test_the_choice_is_measured_once_and_cached(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def fake(name: str, texts: list[str]) -> None:
+        # onnx takes half torch's time per text, so it wins both choices
+        time.sleep({"torch": 2e-4, "onnx": 1e-4}[name] * len(texts))
+
+    choice = tuning.measure(fake, ["torch", "onnx"], "key")
+    assert (choice.bulk, choice.query) == ("onnx", "onnx")
+    assert choice.texts_per_s["onnx"] > choice.texts_per_s["torch"]
+    tuning.save_choice(tmp_path, choice)
+    assert tuning.cached_choice(tmp_path, "key") == choice
+    assert tuning.cached_choice(tmp_path, "another machine") is None
+
+    # A ModelEmbedder with a cached choice measures nothing.
+    key = tuning.machine_key("local:all-MiniLM-L6-v2@128", 128)
+    tuning.save_choice(tmp_path, tuning.Choice("onnx", "onnx", key))
+    monkeypatch.setattr(tuning, "measure", lambda *a: pytest.fail("measured again"))
+    model = ModelEmbedder(max_tokens=128, cache_dir=tmp_path)
+    assert (model.choice.bulk, model.family) == ("onnx", "fp32")
+
+
+def test_reduced_precision_needs_hit_at_5_within_001_of_fp32(tmp_path: Path) -> None:
+    record = {
+        "fp32_hit_at_5": 0.95,
+        "hit_at_5": {"torch": 0.95, "torch-bf16": 0.95, "onnx-int8": 0.93},
+        "fp32_dense_hit_at_5": 0.80,
+        "dense_hit_at_5": {"torch": 0.80, "torch-bf16": 0.795, "onnx-int8": 0.80},
+    }
+    path = tmp_path / "quality.json"
+    path.write_text(json.dumps(record))
+    assert tuning.allowed_by_quality(path) == {"torch-bf16"}
+    assert tuning.allowed_by_quality(tmp_path / "missing.json") == set()  # fp32 only
+    shipped = tuning.allowed_by_quality()  # the record in rag/data is well-formed
+    assert shipped <= {"torch-bf16", "onnx-int8"}
+
+
+def test_cpu_info_names_the_instruction_sets_that_matter() -> None:
+    info = tuning.cpu_info()
+    assert info["model"] and info["cores"] >= 1
+    assert set(info["flags"]) <= set(tuning.FLAGS)
+
+
+def test_an_index_never_mixes_vector_families(
+    settings_factory: Callable[..., Settings], seed_texts: list[str]
+) -> None:
+    settings = settings_factory(embed_backend="onnx-int8")
+    int8 = make_embedder(settings)
+    Store(settings, int8.name, int8.family)  # a new index records its family
+    assert recorded_family(settings) == "int8"
+    forced = settings.model_copy(update={"embed_backend": "onnx"})
+    with pytest.raises(StoreError, match="holds int8 vectors"):
+        Store(forced, int8.name, make_embedder(forced).family)
+    # `auto` keeps to the index's family, whatever this machine would choose
+    auto = make_embedder(settings.model_copy(update={"embed_backend": "auto"}), "int8")
+    assert isinstance(auto, ModelEmbedder) and auto.family == "int8"
+    Store(settings, auto.name, auto.family)
 
 
 def test_unknown_local_model_is_a_clear_error() -> None:
     with pytest.raises(EmbeddingError, match="not available offline"):
         model_path("some/hub-model")
+
+
+def test_a_few_texts_do_not_load_the_batch_backend(cache_dir: Path) -> None:
+    model = ModelEmbedder(max_tokens=128, backend="onnx", cache_dir=cache_dir)
+    model.embed(["a question", "an answer's sentence"])
+    assert set(model._runners) == {("onnx", 1)}  # the one-thread query session only
+    model.embed(["a text"] * 64)
+    assert ("onnx", 0) in model._runners  # a batch loads the bulk session
+    calls: list[int] = []
+    runner = model._runners[("onnx", 1)]
+    run = runner.run
+
+    def counted(ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        calls.append(len(ids))
+        return run(ids, mask)
+
+    runner.run = counted  # type: ignore[method-assign]
+    model.embed_query("a query still goes through the one-thread session")
+    assert calls == [1]

@@ -157,7 +157,11 @@ def synthetic_corpus(path: Path, n: int, seed: int = 7) -> Path:
 
 
 def _ingest_process(index: Path, corpus: Path) -> subprocess.Popen[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAG_", "OPENAI_"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("RAG_", "OPENAI_")) or k == "RAG_CACHE_DIR"  # the test's cache
+    }
     return subprocess.Popen(
         [
             sys.executable,
@@ -192,7 +196,7 @@ def test_killed_ingest_leaves_a_consistent_index_that_a_rerun_completes(
         for line in proc.stderr:  # wait until the first batch is written
             if re.search(r": [1-9]\d*/\d+", line):
                 break
-        time.sleep(rng.uniform(0.0, 1.5))
+        time.sleep(rng.uniform(0.0, 0.4))  # a batch of 256 takes ~1-3 s to embed
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
         store = Store(settings, embedder.name)

@@ -15,7 +15,7 @@ import streamlit as st
 from rag.assistant import Assistant, Conversation
 from rag.config import Settings
 from rag.embed import Embedder, make_embedder
-from rag.index import adopt_layout
+from rag.index import adopt_layout, recorded_family
 from rag.ingest import Progress
 from rag.types import IngestSummary
 
@@ -48,17 +48,20 @@ def embedder_key(settings: Settings) -> str:
 
 
 @st.cache_resource(show_spinner=False)
-def load_embedder(key: str, _settings: Settings) -> Embedder:
-    """Load the embedding model once per process."""
-    return make_embedder(_settings)
+def load_embedder(key: str, _settings: Settings, _family: str | None = None) -> Embedder:
+    """Load the embedding model once per process (`_family`: the index's, part of `key`)."""
+    return make_embedder(_settings, _family)
 
 
 @st.cache_resource(show_spinner=False)
 def load_assistant(key: str, _settings: Settings) -> Assistant:
     """Open the index, retriever and answerer once per process and settings."""
     settings = adopt_layout(_settings)  # an existing index is opened the way it was built
-    embedder = load_embedder(embedder_key(settings), settings)
-    return Assistant(settings, embedder)
+    family = recorded_family(settings)  # and its vectors' family kept
+    embedder = load_embedder(f"{embedder_key(settings)}|{family}", settings, family)
+    assistant = Assistant(settings, embedder)
+    assistant.warm_up(background=True)  # the model loads while the page draws
+    return assistant
 
 
 @st.cache_resource(show_spinner=False)
