@@ -18,6 +18,10 @@ Which questions each metric reads:
   count's may be empty: 'none');
 - table_support (share of a comparison table's cells that are spans of the abstract
   their row cites): `comparison` questions that made a table;
+- related_precision@5, related_recall@5 and related_r_precision (precision at k = the
+  gold set's size) of the papers `Assistant.related` ranks nearest to the question's
+  paper: `related` questions with gold (they cite nothing and never abstain, so the
+  citation and abstention metrics leave them out);
 - latency: every question.
 
 Every metric is reported overall, per kind, per group (the question's style tag) and per
@@ -38,6 +42,8 @@ from rag.types import normalise_text
 RANKING_KINDS = ("lookup", "factual")
 SET_KINDS = ("multi",)
 AGGREGATE_KINDS = ("count", "comparison")  # answered with a set of papers (and a number)
+RELATED_KINDS = ("related",)  # answered with the papers nearest to a given one
+RELATED_K = 5
 CURVE_KS = tuple(range(1, 11))
 SCORE_METRICS = (
     "hit@1",
@@ -55,6 +61,9 @@ SCORE_METRICS = (
     "set_precision",
     "set_recall",
     "table_support",
+    "related_precision@5",
+    "related_recall@5",
+    "related_r_precision",
 )
 JUDGE_METRICS = ("faithfulness", "answer_relevance")
 QUESTION_METRICS = (*SCORE_METRICS, *JUDGE_METRICS)
@@ -252,6 +261,13 @@ def set_recall(answered: AbstractSet[str], gold: AbstractSet[str]) -> float | No
     return len(answered & gold) / len(gold) if gold else None
 
 
+def precision_at(ranked: Sequence[str], gold: AbstractSet[str], k: int) -> float:
+    """Share of the top k that is gold (a short list still counts k places):
+    (["a", "b", "c"], {"a", "c"}, 2) -> 0.5."""
+    _need_gold(gold)
+    return len(gold & set(_first_places(ranked)[:k])) / k
+
+
 def count_error(count: int, gold: AbstractSet[str]) -> float:
     """|count - the gold set's size|: (3, {"a", "b"}) -> 1.0."""
     return float(abs(count - len(gold)))
@@ -279,7 +295,11 @@ def question_scores(o: Outcome) -> dict[str, float | None]:
     if gold and o.kind in SET_KINDS:
         scores["recall@10"] = recall_at(o.ranked, gold, 10)
         scores["all_found@10"] = all_found_at(o.ranked, gold, 10)
-    if gold and o.answerable:
+    if gold and o.kind in RELATED_KINDS:
+        scores["related_precision@5"] = precision_at(o.ranked, gold, RELATED_K)
+        scores["related_recall@5"] = recall_at(o.ranked, gold, RELATED_K)
+        scores["related_r_precision"] = precision_at(o.ranked, gold, len(gold))
+    if gold and o.answerable and o.kind not in RELATED_KINDS:
         scores["citation_precision"] = citation_precision(o.cited, gold)
         scores["citation_recall"] = citation_recall(o.cited, gold)
     if o.answer_contains and o.scored:
@@ -367,7 +387,7 @@ def summarise_group(outcomes: Sequence[Outcome]) -> dict[str, Any]:
         every = name in UNSCORED_METRICS
         summary[name], counts[name] = mean(s[name] for ok, s in per_question if ok or every)
         summary[name] = _round(summary[name])
-    pairs = [(o.abstained, o.answerable) for o in scored]
+    pairs = [(o.abstained, o.answerable) for o in scored if o.kind not in RELATED_KINDS]
     summary.update({k: _round(v) for k, v in abstention(pairs).items()})
     counts["abstained"] = sum(a for a, _ in pairs)
     counts["unanswerable"] = sum(not ok for _, ok in pairs)
@@ -492,7 +512,9 @@ def operating_point(decisions: Sequence[tuple[bool, bool, bool]]) -> dict[str, A
 
 def risk_coverage_of(outcomes: Sequence[Outcome]) -> dict[str, Any]:
     """metrics.json `risk_coverage`: the curve over every question, the actual operating
-    point, and what the confidence was (`confidence`, `dense_similarity`, `mixed`, `none`)."""
+    point, and what the confidence was (`confidence`, `dense_similarity`, `mixed`, `none`).
+    `related` questions are left out: they are not answered, so never abstain."""
+    outcomes = [o for o in outcomes if o.kind not in RELATED_KINDS]
     curve = risk_coverage([(o.risk_score, o.correct, o.answerable) for o in outcomes])
     actual = operating_point([(o.abstained, o.correct, o.answerable) for o in outcomes])
     return {

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,7 @@ from rag.load import expand_paths
 from rag.papers import FieldMap
 from rag.types import IngestSummary, Paper, normalise_text
 
-KINDS = ("lookup", "factual", "multi", "unanswerable", "count", "comparison")
+KINDS = ("lookup", "factual", "multi", "unanswerable", "count", "comparison", "related")
 ID_PREFIX = "id:"
 _KEYS = {
     "id",
@@ -44,6 +44,7 @@ _KEYS = {
     "follow_up_of",
     "scope",
     "language",
+    "paper",
 }
 _SCOPE_KEYS = ("venue", "year", "status")
 _LANGUAGE = re.compile(r"[a-z]{2}")
@@ -68,6 +69,7 @@ class Question:
     follow_up_of: str | None = None  # id of the earlier question this one follows
     scope: Scope | None = None  # the venue / year / status the question names
     language: str = "en"  # ISO 639-1
+    paper: str | None = None  # a `related` question's paper: a snippet or "id:<paper id>"
 
     @property
     def group_name(self) -> str:
@@ -93,6 +95,7 @@ class ResolvedGold:
 
     ids: dict[str, frozenset[str] | None]
     problems: list[GoldProblem]
+    papers: dict[str, str] = field(default_factory=dict)  # related question id -> its paper
 
 
 def load_questions(path: str | Path) -> list[Question]:
@@ -147,6 +150,9 @@ def parse_question(line: str, number: int = 0) -> Question:
         raise ValueError("`answerable` must be true or false")
     if kind == "unanswerable" and answerable:
         raise ValueError("an `unanswerable` question cannot have `answerable: true`")
+    paper = _optional_text(data, "paper")
+    if (kind == "related") != (paper is not None):
+        raise ValueError("`paper` is required for a `related` question and only for one")
     return Question(
         id=qid,
         question=_text(data, "question"),
@@ -159,6 +165,7 @@ def parse_question(line: str, number: int = 0) -> Question:
         follow_up_of=_optional_text(data, "follow_up_of"),
         scope=_scope(data),
         language=_language(data),
+        paper=paper,
     )
 
 
@@ -257,7 +264,14 @@ def resolve_gold(questions: Iterable[Question], abstracts: Mapping[str, str]) ->
     normalised = {pid: normalise_text(text) for pid, text in abstracts.items()}
     resolved: dict[str, frozenset[str] | None] = {}
     problems: list[GoldProblem] = []
+    papers: dict[str, str] = {}
     for q in questions:
+        if q.paper is not None:
+            found = _matches(q.paper, normalised)
+            if len(found) == 1:
+                papers[q.id] = found[0]
+            else:
+                problems.append(GoldProblem(q.id, q.paper, f"(its `paper`) {_reason(found)}"))
         if not q.gold:  # a count's empty gold is a set: 'none'
             resolved[q.id] = frozenset() if q.kind == "count" else None
             continue
@@ -269,14 +283,15 @@ def resolve_gold(questions: Iterable[Question], abstracts: Mapping[str, str]) ->
                 ids.update(matches)
                 continue
             complete = False
-            reason = (
-                "matches no paper in the index"
-                if not matches
-                else f"matches {len(matches)} papers ({', '.join(sorted(matches)[:3])}…)"
-            )
-            problems.append(GoldProblem(q.id, entry, reason))
+            problems.append(GoldProblem(q.id, entry, _reason(matches)))
         resolved[q.id] = frozenset(ids) if complete else None
-    return ResolvedGold(resolved, problems)
+    return ResolvedGold(resolved, problems, papers)
+
+
+def _reason(matches: Sequence[str]) -> str:
+    if not matches:
+        return "matches no paper in the index"
+    return f"matches {len(matches)} papers ({', '.join(sorted(matches)[:3])}…)"
 
 
 def _matches(entry: str, normalised: Mapping[str, str]) -> list[str]:

@@ -56,6 +56,8 @@ GROUP_COLUMNS = (
     "set_precision",
     "set_recall",
     "table_support",
+    "related_precision@5",
+    "related_recall@5",
 )
 RISK_ROWS = 8  # curve points listed under the risk-coverage plot
 SWEEP = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)

@@ -140,6 +140,11 @@ def answer_all(
     results: list[Result] = []
     history: dict[str, list[Turn]] = {}  # question id -> the turns up to and including it
     for q in questions:
+        if q.kind == "related":
+            results.append(related_result(assistant, q, gold, depth))
+            if step:
+                step(1)
+            continue
         conversation = assistant.conversation()
         if q.follow_up_of is not None:
             if q.follow_up_of not in history:
@@ -167,6 +172,48 @@ def answer_all(
         if step:
             step(1)
     return results
+
+
+def related_result(assistant: Assistant, q: Question, gold: ResolvedGold, depth: int) -> Result:
+    """A `related` question: the `depth` papers `Assistant.related` finds nearest to the
+    question's paper, as the ranking (and as uncited sources of an answer-shaped object).
+    A `scope` restricts the neighbours to it (so seeds-only gold holds among distractors);
+    a paper that did not resolve leaves the question unscored, with nothing ranked."""
+    paper_id = gold.papers.get(q.id)
+    scope = q.scope
+    filters = Filters(scope.venue, scope.year, scope.status) if scope else None
+    started = time.perf_counter()
+    found = assistant.related(paper_id, top_k=depth, filters=filters).related if paper_id else []
+    ms = round((time.perf_counter() - started) * 1000, 1)
+    ranking = [
+        {
+            "paper_id": r.paper_id,
+            "title": r.title,
+            "score": r.score,
+            "dense_similarity": r.score,
+            "bm25_score": None,
+        }
+        for r in found
+    ]
+    answer = {
+        "question": q.question,
+        "answer": "",
+        "mode": "related",
+        "abstained": False,
+        "paper_id": paper_id,
+        "sources": [
+            {"n": n, "paper_id": r.paper_id, "title": r.title, "score": r.score, "cited": False}
+            for n, r in enumerate(found, start=1)
+        ],
+        "timings_ms": {"total": ms},
+    }
+    return Result(
+        q,
+        answer,
+        ranking,
+        gold.ids[q.id] if paper_id else None,
+        ranking_filters=_filter_dict(filters),
+    )
 
 
 FILTER_FIELDS = tuple(f.name for f in dataclasses.fields(Filters))
