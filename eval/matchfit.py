@@ -25,7 +25,7 @@ import numpy as np
 
 from eval.metrics import set_precision, set_recall
 from eval.questions import Question, ResolvedGold
-from rag import matching
+from rag import answerable, matching
 from rag.assistant import Assistant
 
 
@@ -60,7 +60,7 @@ def candidate_rows(
 
 def fit(
     rows: Sequence[dict[str, Any]], l2: float = 1.0, about: dict[str, Any] | None = None
-) -> matching.CutModel:
+) -> answerable.Model:
     """Fit the cut on candidate rows (see the module docstring)."""
     weighed = [r for r in rows if r["features"] is not None]
     if not any(r["member"] for r in weighed) or all(r["member"] for r in weighed):
@@ -70,8 +70,8 @@ def fit(
     y = np.array([r["member"] for r in weighed], dtype=np.float64)
     mean, scale = x.mean(axis=0), x.std(axis=0)
     scale[scale == 0] = 1.0
-    w = _logistic((x - mean) / scale, y, l2)
-    model = matching.CutModel(
+    w = answerable.logistic_weights((x - mean) / scale, y, l2)
+    model = answerable.Model(
         weights={n: round(float(v), 6) for n, v in zip(names, w[:-1], strict=True)},
         bias=round(float(w[-1]), 6),
         mean={n: round(float(v), 6) for n, v in zip(names, mean, strict=True)},
@@ -86,26 +86,11 @@ def fit(
     return _with_best_threshold(model, rows)
 
 
-def _logistic(z: np.ndarray, y: np.ndarray, l2: float) -> np.ndarray:
-    """Weights (last: the bias) of an L2-regularised logistic regression, by Newton."""
-    z = np.hstack([z, np.ones((len(z), 1))])
-    w = np.zeros(z.shape[1])
-    penalty = np.eye(z.shape[1]) * l2
-    penalty[-1, -1] = 0.0  # the bias is not shrunk
-    for _ in range(50):
-        p = 1.0 / (1.0 + np.exp(-np.clip(z @ w, -60, 60)))
-        step = np.linalg.solve((z.T * (p * (1 - p))) @ z + penalty, z.T @ (p - y) + penalty @ w)
-        w -= step
-        if np.abs(step).max() < 1e-8:
-            break
-    return w
-
-
 def _with_best_threshold(
-    model: matching.CutModel, rows: Sequence[dict[str, Any]]
-) -> matching.CutModel:
+    model: answerable.Model, rows: Sequence[dict[str, Any]]
+) -> answerable.Model:
     """The model with the threshold of the best mean F1 over the questions."""
-    probability = [model.probability(r["features"]) if r["features"] else -1.0 for r in rows]
+    probability = [model.confidence(r["features"]) if r["features"] else -1.0 for r in rows]
     levels = sorted({p for p in probability if p >= 0}, reverse=True)
     best, best_f1 = 0.5, -1.0
     for at, level in enumerate(levels):
@@ -114,7 +99,7 @@ def _with_best_threshold(
             below = levels[at + 1] if at + 1 < len(levels) else 0.0
             best, best_f1 = (level + below) / 2, f1
     threshold = math.floor(best * 1e4) / 1e4
-    return matching.CutModel(
+    return answerable.Model(
         model.weights, model.bias, model.mean, model.scale, threshold, model.about
     )
 
@@ -147,9 +132,9 @@ def mean_f1(
     return sum(scores) / len(scores) if scores else 0.0
 
 
-def report(rows: Sequence[dict[str, Any]], model: matching.CutModel) -> dict[str, Any]:
+def report(rows: Sequence[dict[str, Any]], model: answerable.Model) -> dict[str, Any]:
     """Per index: mean set precision, recall and F1 at the model's threshold."""
-    probability = [model.probability(r["features"]) if r["features"] else -1.0 for r in rows]
+    probability = [model.confidence(r["features"]) if r["features"] else -1.0 for r in rows]
     out: dict[str, Any] = {}
     for index in sorted({r["index"] for r in rows}):
         mine = [(r, p) for r, p in zip(rows, probability, strict=True) if r["index"] == index]
@@ -173,7 +158,7 @@ def _mean(values: Sequence[float | None]) -> float | None:
 
 
 def write(
-    out: Path, rows: Sequence[dict[str, Any]], model: matching.CutModel, model_path: Path
+    out: Path, rows: Sequence[dict[str, Any]], model: answerable.Model, model_path: Path
 ) -> dict[str, Any]:
     """Write rows.jsonl, calibration.json and the model file; return the report."""
     out.mkdir(parents=True, exist_ok=True)

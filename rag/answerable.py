@@ -106,11 +106,14 @@ class Model:
         }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Model:
-        """Read the on-disk form; ValueError when a feature is unknown."""
-        unknown = set(data["weights"]) - set(FEATURES)
+    def from_json(
+        cls, data: dict[str, Any], features: Sequence[str] = FEATURES, what: str = "answerability"
+    ) -> Model:
+        """Read the on-disk form; ValueError when a feature is not one of `features` (the
+        same form serves the count cut of rag/matching.py, over its own features)."""
+        unknown = set(data["weights"]) - set(features)
         if unknown:
-            raise ValueError(f"unknown answerability features: {', '.join(sorted(unknown))}")
+            raise ValueError(f"unknown {what} features: {', '.join(sorted(unknown))}")
         return cls(
             weights={k: float(v) for k, v in data["weights"].items()},
             bias=float(data["bias"]),
@@ -234,18 +237,7 @@ def fit(
     y = np.array(labels, dtype=np.float64)
     mean, scale = x.mean(axis=0), x.std(axis=0)
     scale[scale == 0] = 1.0
-    z = np.hstack([(x - mean) / scale, np.ones((len(x), 1))])
-    w = np.zeros(z.shape[1])
-    penalty = np.eye(z.shape[1]) * l2
-    penalty[-1, -1] = 0.0  # the bias is not shrunk
-    for _ in range(50):
-        p = 1.0 / (1.0 + np.exp(-np.clip(z @ w, -60, 60)))
-        gradient = z.T @ (p - y) + penalty @ w
-        hessian = (z.T * (p * (1 - p))) @ z + penalty
-        step = np.linalg.solve(hessian, gradient)
-        w -= step
-        if np.abs(step).max() < 1e-8:
-            break
+    w = logistic_weights((x - mean) / scale, y, l2)
     model = Model(
         weights={n: round(float(v), 6) for n, v in zip(FEATURES, w[:-1], strict=True)},
         bias=round(float(w[-1]), 6),
@@ -257,6 +249,24 @@ def fit(
     confidence = np.array([model.confidence(r) for r in rows])
     threshold = pick_threshold(confidence, y.astype(bool), max_false_abstention)
     return replace(model, threshold=math.floor(threshold * 1e4) / 1e4)  # never rounded up
+
+
+def logistic_weights(z: np.ndarray, y: np.ndarray, l2: float = 1.0) -> np.ndarray:
+    """Weights (the last one: the bias) of an L2-regularised logistic regression on
+    standardised features `z` and 0/1 labels `y`, by Newton's method."""
+    z = np.hstack([z, np.ones((len(z), 1))])
+    w = np.zeros(z.shape[1])
+    penalty = np.eye(z.shape[1]) * l2
+    penalty[-1, -1] = 0.0  # the bias is not shrunk
+    for _ in range(50):
+        p = 1.0 / (1.0 + np.exp(-np.clip(z @ w, -60, 60)))
+        gradient = z.T @ (p - y) + penalty @ w
+        hessian = (z.T * (p * (1 - p))) @ z + penalty
+        step = np.linalg.solve(hessian, gradient)
+        w -= step
+        if np.abs(step).max() < 1e-8:
+            break
+    return w
 
 
 def pick_threshold(confidence: np.ndarray, answerable: np.ndarray, max_false: float) -> float:

@@ -21,6 +21,7 @@ from typing import Any
 
 from rag import matching, prompts
 from rag.answer import Answerer, abstention
+from rag.answerable import Model
 from rag.conference import count_answer, table_answer
 from rag.config import BUNDLED_CORPUS, Settings
 from rag.embed import Embedder, make_embedder
@@ -262,7 +263,7 @@ class Assistant:
         return answer
 
     @property
-    def match_model(self) -> matching.CutModel:
+    def match_model(self) -> Model:
         """The fitted relevance cut of counts and comparison sets (read on first use)."""
         return matching.load_model(self.settings.match_file)
 

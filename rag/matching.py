@@ -23,15 +23,14 @@ decided offline, the same with or without an endpoint).
 from __future__ import annotations
 
 import json
-import math
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
+from rag.answerable import Model
 from rag.embed import Embedder
 from rag.retrieve import Retriever, Scope
 from rag.text import mentions, split_sentences
@@ -50,59 +49,13 @@ FEATURES = (
 DEFAULT_MODEL = Path(__file__).parent / "data" / "match.json"
 
 
-@dataclass(frozen=True, slots=True)
-class CutModel:
-    """A logistic model over per-paper evidence, and the threshold of membership."""
-
-    weights: dict[str, float]
-    bias: float
-    mean: dict[str, float]
-    scale: dict[str, float]
-    threshold: float
-    about: dict[str, Any] = field(default_factory=dict)
-
-    def probability(self, features: dict[str, float]) -> float:
-        """P(the paper belongs to the set | its evidence)."""
-        z = self.bias + sum(
-            w * (features[n] - self.mean[n]) / (self.scale[n] or 1.0)
-            for n, w in self.weights.items()
-        )
-        return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
-
-    def to_json(self) -> dict[str, Any]:
-        """The on-disk form."""
-        return {
-            "features": list(self.weights),
-            "weights": self.weights,
-            "bias": self.bias,
-            "mean": self.mean,
-            "scale": self.scale,
-            "threshold": self.threshold,
-            "about": self.about,
-        }
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> CutModel:
-        """Read the on-disk form; ValueError when a feature is unknown."""
-        unknown = set(data["weights"]) - set(FEATURES)
-        if unknown:
-            raise ValueError(f"unknown match features: {', '.join(sorted(unknown))}")
-        return cls(
-            weights={k: float(v) for k, v in data["weights"].items()},
-            bias=float(data["bias"]),
-            mean={k: float(v) for k, v in data["mean"].items()},
-            scale={k: float(v) for k, v in data["scale"].items()},
-            threshold=float(data["threshold"]),
-            about=dict(data.get("about", {})),
-        )
-
-
 @lru_cache(maxsize=4)
-def load_model(path: Path | None = None) -> CutModel:
+def load_model(path: Path | None = None) -> Model:
     """The fitted cut (default: the one shipped in rag/data)."""
     path = path or DEFAULT_MODEL
     try:
-        return CutModel.from_json(json.loads(Path(path).read_text(encoding="utf-8")))
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        return Model.from_json(data, FEATURES, "match")
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ValueError(f"cannot read the match model {path}: {exc}") from None
 
@@ -181,13 +134,13 @@ class Matcher:
     def match(
         self,
         topic: str,
-        model: CutModel,
+        model: Model,
         filters: Filters | None = None,
         names: tuple[str, ...] = (),
     ) -> Matches:
         """The members of the scope for `topic`: the papers whose P(member) passes the cut."""
         found, in_scope = self.candidates(topic, filters, names)
-        scored = [Candidate(c.paper, c.features, model.probability(c.features)) for c in found]
+        scored = [Candidate(c.paper, c.features, model.confidence(c.features)) for c in found]
         members = sorted(
             (c for c in scored if c.probability >= model.threshold), key=lambda c: -c.probability
         )

@@ -17,6 +17,7 @@ from eval.matchfit import candidate_rows, fit, report
 from eval.metrics import count_error, set_precision, set_recall
 from eval.questions import abstracts_in_files, load_questions, resolve_gold
 from rag import matching, tables
+from rag.answerable import Model
 from rag.assistant import Assistant
 from rag.cli import answer_json, format_table, main
 from rag.conference import group_counts
@@ -212,7 +213,7 @@ def test_a_refit_on_the_calibration_questions_separates_members(seeded: Assistan
     model = fit(rows)
     assert 0 < model.threshold < 1 and model.about["questions"] == len(questions)
     assert report(rows, model)["seeds"]["mean_f1"] >= 0.9
-    assert matching.CutModel.from_json(model.to_json()) == model
+    assert Model.from_json(model.to_json(), matching.FEATURES, "match") == model
 
 
 # -- metrics and rendering -------------------------------------------------------------
