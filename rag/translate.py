@@ -125,7 +125,7 @@ class Translation:
 
 
 def gloss_zh(question: str, held: Held) -> str:
-    """'哪些论文研究推测解码？' -> 'which papers study speculative decoding?' (see above)."""
+    """'哪些论文研究推测解码？' -> 'which papers speculative decoding?' (see above)."""
     text = _numbers(_simplified(question.translate(_PUNCT)))
     frames: list[str] = ["does"] if _YES_NO_ZH.search(text) and "有没有" not in text else []
     words: list[str] = []
