@@ -49,6 +49,7 @@ def make_sources(hits: list[Hit]) -> list[Source]:
             year=h.paper.year,
             site=h.paper.site,
             all_sources=[_short_source(s) for s in h.paper.sources],
+            title_generated=not h.paper.title and bool(h.paper.generated_title),
         )
         for i, h in enumerate(hits, start=1)
     ]

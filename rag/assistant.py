@@ -32,6 +32,7 @@ from rag.papers import FieldMap
 from rag.question import Query, distinctive_terms, keywords_of, read
 from rag.related import Related, related
 from rag.retrieve import Retriever, Scope, vocabulary_of
+from rag.titles import TitleJob, TitleProgress, generate_title
 from rag.topics import TopicSet, topics_of
 from rag.translate import Translation, translate
 from rag.types import Answer, Filters, Hit, IngestSummary, Notice, Paper, Source
@@ -70,13 +71,34 @@ class Assistant:
         fields: FieldMap | None = None,
         prune: bool = False,
         progress: Progress | None = None,
+        title_progress: TitleProgress | None = None,
     ) -> IngestSummary:
-        """Ingest files into the index and refresh retrieval."""
+        """Ingest files into the index and refresh retrieval. With RAG_GENERATE_TITLES and
+        an endpoint, untitled papers are then titled by it (rag/titles.py)."""
         summary, catalog = ingest(
-            paths, self.store, self.embedder, self.settings, fields, prune, progress
+            paths,
+            self.store,
+            self.embedder,
+            self.settings,
+            fields,
+            prune,
+            progress,
+            titles=self.title_job(title_progress),
         )
         self.retriever.refresh(catalog)
         return summary
+
+    def title_job(self, progress: TitleProgress | None = None) -> TitleJob | None:
+        """How an ingest titles untitled papers: by the endpoint when RAG_GENERATE_TITLES
+        is on and one is configured; else None (offline labels only)."""
+        if not self.settings.generate_titles or self.client is None:
+            return None
+        client = self.client
+        return TitleJob(
+            lambda abstract: generate_title(client, abstract),
+            self.settings.title_workers,
+            progress,
+        )
 
     def ensure_default_corpus(self, progress: Progress | None = None) -> IngestSummary | None:
         """Build the index of the bundled ICLR 2026 abstracts if the index is empty."""

@@ -140,6 +140,15 @@ class Settings(BaseSettings):
     )
     llm_retries: int = Field(2, ge=0, le=10, description="Retries after a retryable fault.")
     llm_backoff_s: float = Field(0.5, ge=0, description="First retry delay; doubles each time.")
+    generate_titles: bool = Field(
+        False,
+        description="With an endpoint, ingest asks it once per untitled paper for a short "
+        "title, stored in the index and shown as a derived label (never in place of a real "
+        "title, never embedded). Off: untitled papers get offline labels only.",
+    )
+    title_workers: int = Field(
+        4, ge=1, le=32, description="Title requests in flight at once (RAG_GENERATE_TITLES)."
+    )
 
     # --- follow-ups -------------------------------------------------------------
     condense_turns: int = Field(

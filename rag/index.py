@@ -25,7 +25,7 @@ from rag.chunk import stitch
 from rag.config import Settings
 from rag.embed import MAX_TOKENS
 from rag.errors import RagError
-from rag.labels import LABELS_VERSION, derive_label
+from rag.labels import LABELS_VERSION, paper_label
 from rag.types import Chunk, Paper, split_chunk_id
 
 PAGE = 5000  # rows per `get` page when loading the catalog
@@ -74,8 +74,9 @@ class Catalog:
         if self.labels == LABELS_VERSION:
             return
         for stored in self.papers.values():
-            if not stored.paper.title:
-                stored.paper.label = derive_label(stored.paper.abstract)
+            paper = stored.paper
+            if not paper.title:
+                paper.label = paper_label(None, paper.generated_title, paper.abstract)
         self.labels = LABELS_VERSION
 
     def row_of(self) -> dict[str, int]:
@@ -114,6 +115,7 @@ def chunk_metadata(paper: Paper, chunk: Chunk) -> dict[str, Any]:
         "authors": "; ".join(paper.authors) or None,
         "site": paper.site,
         "tldr": paper.tldr,
+        "generated_title": paper.generated_title,
     }
     return {k: v for k, v in meta.items() if v is not None}
 
@@ -126,7 +128,7 @@ def paper_from_metadata(meta: dict[str, Any], abstract: str) -> Paper:
         abstract=abstract,
         title=title,
         # derived afresh, not read: a better labelling rule shows without re-ingest
-        label=title or derive_label(abstract),
+        label=paper_label(title, meta.get("generated_title"), abstract),
         venue=meta.get("venue"),
         year=meta.get("year"),
         status=meta.get("status"),
@@ -136,6 +138,7 @@ def paper_from_metadata(meta: dict[str, Any], abstract: str) -> Paper:
         site=meta.get("site"),
         tldr=meta.get("tldr"),
         sources=json.loads(meta.get("sources", "[]")),
+        generated_title=meta.get("generated_title"),
     )
 
 
@@ -248,11 +251,15 @@ class Store:
 
     def update_metadata(self, items: Sequence[tuple[Paper, Chunk]]) -> None:
         """Rewrite metadata only (e.g. new sources), without re-embedding."""
-        if items:
+        if not items:
+            return
+        try:
             self.collection.update(
                 ids=[c.chunk_id for _, c in items],
                 metadatas=[{**chunk_metadata(p, c), TEXT_KEY: c.text} for p, c in items],
             )
+        except Exception as exc:
+            raise StoreError(f"cannot write to the index at {self.location}: {exc}") from exc
 
     def delete(self, ids: Iterable[str]) -> None:
         """Delete chunks by id."""

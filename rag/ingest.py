@@ -33,10 +33,12 @@ from rag.errors import RagError
 from rag.index import Catalog, Store, embedded_text
 from rag.load import expand_paths, read_records
 from rag.papers import FieldMap, dedupe, paper_from_record
+from rag.titles import TitleJob, needs_title, title_papers
 from rag.types import Chunk, IngestSummary, Paper, Skip, SourceRef
 
 Progress = Callable[[int, int], None]  # (chunks embedded so far, chunks to embed)
 BATCH_CHUNKS = 256  # chunks per embed+upsert round: ~100 KB of text, ~1 s on 2 cores
+TITLE_BATCH = 32  # generated titles per metadata write (a killed ingest keeps what was written)
 
 
 class IngestLocked(RagError, RuntimeError):
@@ -96,8 +98,12 @@ def ingest(
     fields: FieldMap | None = None,
     prune: bool = False,
     progress: Progress | None = None,
+    titles: TitleJob | None = None,
 ) -> tuple[IngestSummary, Catalog]:
     """Bring the store in step with the given files; return what changed and the catalog.
+
+    With `titles`, papers stored with neither a real nor a generated title are then given
+    one by the endpoint (rag/titles.py), those of earlier ingests included.
 
     Fast path: when the files (size, mtime, content), the settings and the code are those
     of the last ingest, and the index has not changed since (its stamp still matches that
@@ -116,8 +122,10 @@ def ingest(
         assert stamp is not None
         inputs = snapshots.inputs_of(files, fields.names, settings, store.embed_model)
         catalog = snapshots.load_catalog(store, stamp)
-        if catalog is not None and _replay(
-            snapshots.load_manifest(settings, stamp), inputs, prune, catalog, summary
+        if (
+            catalog is not None
+            and not (titles and any(needs_title(sp.paper) for sp in catalog.papers.values()))
+            and _replay(snapshots.load_manifest(settings, stamp), inputs, prune, catalog, summary)
         ):
             return _finish(summary, catalog, started), catalog
         from_snapshot = catalog is not None
@@ -132,18 +140,14 @@ def ingest(
                 plan.add(item)
         if prune:
             plan.prune({str(f) for f in files})
-        changed = bool(plan.embed or plan.relabel or plan.delete)
+        untitled = [p for p in plan.stored_after() if needs_title(p)] if titles else []
+        changed = bool(plan.embed or plan.relabel or plan.delete or untitled)
         if changed:  # before the first write: a killed ingest leaves a stamp nothing matches
             store.set_stamp(snapshots.new_stamp(writing=True))
-        _apply(
-            plan,
-            store,
-            embedder,
-            Chunker(settings.chunk_tokens, settings.chunk_overlap),
-            summary,
-            progress,
-            per_paper=settings.embed_unit == "paper",
-        )
+        chunker = Chunker(settings.chunk_tokens, settings.chunk_overlap)
+        _apply(plan, store, embedder, chunker, summary, progress, settings.embed_unit == "paper")
+        if titles and untitled:
+            _write_titles(untitled, titles, plan, store, chunker, summary)
         final = catalog
         if changed:  # after the last write
             stamp = snapshots.new_stamp()
@@ -214,6 +218,7 @@ class _Plan:
         self.embed: list[Paper] = []
         self.relabel: list[Paper] = []
         self.delete: list[str] = list(catalog.stale_ids)
+        self.pruned: set[str] = set()  # stored papers left with no source: deleted
         self.seen: set[str] = set()
         self.distinct = True  # no two incoming papers landed on one stored id
 
@@ -234,6 +239,9 @@ class _Plan:
             self.embed.append(paper)
             return
         paper.sources = _union(stored.paper.sources, paper.sources)
+        if stored.content_hash == paper.content_hash and stored.paper.generated_title is not None:
+            paper.generated_title = stored.paper.generated_title  # same abstract: still fits
+            paper.label = paper.title or paper.generated_title or paper.label
         if stored.content_hash != paper.content_hash:
             self.summary.papers_updated += 1
             self.embed.append(paper)
@@ -264,7 +272,15 @@ class _Plan:
                 self.relabel.append(stored.paper)
             else:
                 self.summary.papers_pruned += 1
+                self.pruned.add(pid)
                 self.delete.extend(stored.chunk_ids)
+
+    def stored_after(self) -> list[Paper]:
+        """Every paper the store holds once the plan is applied: stored ones (as updated)
+        in their stored order, then new ones."""
+        after = {pid: sp.paper for pid, sp in self.catalog.papers.items() if pid not in self.pruned}
+        after.update((p.paper_id, p) for p in [*self.embed, *self.relabel])
+        return list(after.values())
 
 
 def _union(old: list[str], new: list[str]) -> list[str]:
@@ -329,6 +345,37 @@ def _apply(
     stale = [cid for cid in plan.delete if cid not in keep]
     store.delete(stale)
     summary.chunks_deleted = len(stale)
+
+
+def _write_titles(
+    papers: list[Paper],
+    job: TitleJob,
+    plan: _Plan,
+    store: Store,
+    chunker: Chunker,
+    summary: IngestSummary,
+) -> None:
+    """Ask for the titles of untitled papers and store each as a metadata update of its
+    chunks, TITLE_BATCH papers a write."""
+    embedded = {p.paper_id for p in plan.embed}
+    items: list[tuple[Paper, Chunk]] = []
+    for n, (paper, title) in enumerate(title_papers(papers, job), start=1):
+        if title is None:  # the endpoint failed: asked again by the next ingest
+            summary.titles_failed += 1
+        else:  # "" records a reply that was no title: the offline label stays
+            summary.titles_generated += bool(title)
+            summary.titles_rejected += not title
+            paper.generated_title = title
+            paper.label = title or paper.label
+            stored = plan.catalog.papers.get(paper.paper_id)
+            written = None if paper.paper_id in embedded or stored is None else stored.chunk_ids
+            items.extend(
+                (paper, c) for c in chunker.split(paper) if written is None or c.chunk_id in written
+            )
+        if n % TITLE_BATCH == 0:
+            store.update_metadata(items)
+            items = []
+    store.update_metadata(items)
 
 
 def _vectors(embedder: Embedder, batch: list[tuple[Paper, Chunk]], per_paper: bool) -> np.ndarray:

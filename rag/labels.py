@@ -89,6 +89,12 @@ _EMPHASIS = re.compile(r"\*+|\\emph\{([^}]*)\}|\\textit\{([^}]*)\}|[{}]")
 _BROKEN = re.compile(r"\b([a-z]+)- ([a-z]+)\b")  # 'opti- mizer': a line-end hyphen
 
 
+def paper_label(title: str | None, generated: str | None, abstract: str) -> str:
+    """What a paper is shown as: its real title, else the title the endpoint wrote for it
+    (rag/titles.py), else the label derived here."""
+    return title or generated or derive_label(abstract)
+
+
 def derive_label(abstract: str) -> str:
     """A title-like label for an untitled abstract (see the module docstring).
 

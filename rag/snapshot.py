@@ -45,7 +45,7 @@ from rag.config import Settings
 from rag.index import Catalog, Store
 from rag.types import Skip
 
-FORMAT = 1  # bump when a payload's layout changes: older files are then ignored
+FORMAT = 2  # bump when a payload's layout changes: older files are then ignored
 MAGIC = b"RAG-SNAPSHOT\n"
 WRITING = "writing-"  # prefix of the stamp an ingest sets before its first write
 _LEFTOVER_S = 600  # a temp file this old belongs to a killed writer

@@ -193,6 +193,10 @@ class Paper:
     site: str | None = None
     tldr: str | None = None
     sources: list[str] = field(default_factory=list)  # "path:position", every place it was seen
+    # A short title the endpoint wrote for an untitled paper (rag/titles.py): its label then,
+    # never its `title`, never embedded, and not part of `content_hash`. "" = its reply was
+    # no usable title (not asked again); None = never asked.
+    generated_title: str | None = None
 
     @property
     def content_hash(self) -> str:
@@ -201,7 +205,8 @@ class Paper:
 
     @property
     def label_is_derived(self) -> bool:
-        """Tell whether `label` was derived from the abstract rather than a real title."""
+        """Tell whether `label` was derived from the abstract (offline, or written by the
+        endpoint) rather than a real title."""
         return not self.title
 
 
@@ -247,6 +252,15 @@ class Source:
     all_sources: list[str] = field(default_factory=list)
     cited: bool = False
     highlights: list[str] = field(default_factory=list)  # sentences that support the answer
+    title_generated: bool = False  # the derived label is a title the endpoint wrote
+
+    @property
+    def label_note(self) -> str:
+        """How `title` was made, for display: '' (the real title), 'generated title' (the
+        endpoint wrote it) or 'derived label' (offline, from the abstract)."""
+        if not self.title_is_derived:
+            return ""
+        return "generated title" if self.title_generated else "derived label"
 
 
 @dataclass(slots=True)
@@ -310,6 +324,9 @@ class IngestSummary:
     seconds: float = 0.0
     total_papers: int = 0
     total_chunks: int = 0
+    titles_generated: int = 0  # untitled papers the endpoint titled (RAG_GENERATE_TITLES)
+    titles_rejected: int = 0  # replies that were no usable title: offline label kept
+    titles_failed: int = 0  # the endpoint failed: asked again by the next ingest
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON-ready form (the `--json` contract)."""

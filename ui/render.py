@@ -55,6 +55,17 @@ _DERIVED = (
     ' <span class="rag-derived" title="The record has no title: this label was derived '
     'from the abstract">derived label</span>'
 )
+_GENERATED = (
+    ' <span class="rag-derived" title="The record has no title: the endpoint model wrote '
+    'this one from the abstract">generated title</span>'
+)
+
+
+def _label_mark(source: Source) -> str:
+    """The mark after a source's label: none for a real title."""
+    if not source.title_is_derived:
+        return ""
+    return _GENERATED if source.title_generated else _DERIVED
 
 
 def anchor(turn: int, n: int) -> str:
@@ -138,7 +149,7 @@ def venue_year(source: Source) -> str:
 def source_header_html(source: Source, turn: int) -> str:
     """The card heading: anchor, [n] badge, title (or marked derived label), venue, link."""
     title = escape_html(source.title)
-    derived = _DERIVED if source.title_is_derived else ""
+    derived = _label_mark(source)
     meta = [escape_html(venue_year(source))] if venue_year(source) else []
     url = safe_url(source.site)
     if url:
@@ -177,7 +188,7 @@ def _link(url: str) -> str:
 
 def related_html(source: Source) -> str:
     """One uncited paper: label, venue/year, link, and its first sentence."""
-    label = f"<b>{escape_html(source.title)}</b>" + (_DERIVED if source.title_is_derived else "")
+    label = f"<b>{escape_html(source.title)}</b>" + _label_mark(source)
     where = escape_html(venue_year(source))
     url = safe_url(source.site)
     link = f" · {_link(url)}" if url else ""
@@ -204,7 +215,7 @@ def related_paper_html(paper: RelatedPaper) -> str:
 
 def reference_line(source: Source) -> str:
     """'[1] Title (derived label). ICLR 2026. https://...' for Markdown export."""
-    label = source.title + (" (derived label)" if source.title_is_derived else "")
+    label = source.title + (f" ({source.label_note})" if source.label_note else "")
     parts = [f"[{source.n}] {label}"]
     if venue_year(source):
         parts.append(venue_year(source))
