@@ -367,7 +367,7 @@ def _prepare(
     from eval.run import gold_of, open_index
 
     click.echo(f"Index: {settings.chroma_url or settings.index_dir}", err=True)
-    with _friendly_errors(), _bar("Embedding chunks", "chunk") as bar:
+    with _friendly_errors(), _bar("Embedding papers", "paper") as bar:
         assistant, summary = open_index(settings, corpora, progress=_ingest_progress(bar))
     click.echo(
         f"Index holds {summary.total_papers} papers ({summary.chunks_embedded} chunks embedded "

@@ -43,10 +43,12 @@ class Chunker:
     def split(self, paper: Paper) -> list[Chunk]:
         """Split one paper; the union of the chunks covers the whole abstract."""
         text = paper.abstract
-        if count_tokens(text) <= self.chunk_tokens:  # most abstracts: one chunk, no splitter
-            spans = [(0, len(text))]
-        else:
-            spans = _locate(text, self.splitter.split_text(text) or [text])
+        tokens = count_tokens(text)
+        if tokens <= self.chunk_tokens:  # most abstracts: one chunk, no splitter, one count
+            return [
+                Chunk(chunk_id(paper.paper_id, 0), paper.paper_id, 0, 1, text, 0, len(text), tokens)
+            ]
+        spans = _locate(text, self.splitter.split_text(text) or [text])
         return [
             Chunk(
                 chunk_id=chunk_id(paper.paper_id, i),

@@ -103,7 +103,7 @@ def ingest_cmd(
         )
     with (
         friendly_errors(),
-        _progress_bar("Embedding chunks") as progress,
+        _progress_bar("Embedding papers", unit="paper") as progress,
         _progress_bar("Writing titles", unit="paper") as title_progress,
     ):
         summary = assistant.ingest(
@@ -128,7 +128,7 @@ def _pair(text: str) -> tuple[str, str]:
 
 
 @contextmanager
-def _progress_bar(label: str, unit: str = "chunk") -> Iterator[Callable[[int, int], None]]:
+def _progress_bar(label: str, unit: str) -> Iterator[Callable[[int, int], None]]:
     """A tqdm bar on a terminal; one line per batch otherwise (logs, CI, pipes)."""
     from tqdm import tqdm
 
@@ -390,7 +390,10 @@ def format_table(answer: Answer, width: int | None = None) -> str:
 def chat_cmd(ctx: click.Context, mode: str | None) -> None:
     """Chat in the terminal (follow-up questions keep context). Builds the index if empty."""
     assistant = _assistant(ctx, warm=True)
-    with friendly_errors(), _progress_bar("Indexing the bundled ICLR 2026 abstracts") as bar:
+    with (
+        friendly_errors(),
+        _progress_bar("Indexing the bundled ICLR 2026 abstracts", unit="paper") as bar,
+    ):
         assistant.ensure_default_corpus(bar)
     stats = assistant.stats()
     click.echo(f"{stats['papers']} papers indexed. Ask a question; /clear resets, /quit exits.")

@@ -20,7 +20,7 @@ from rag.assistant import Assistant
 from rag.config import BUNDLED_CORPUS, Settings
 from rag.embed import LocalEmbedder
 from rag.index import TEXT_KEY, Store, StoreError, adopt_layout
-from rag.ingest import IngestLocked, ingest_lock
+from rag.ingest import IngestLocked, ingest, ingest_lock
 
 from .conftest import FIXTURES, make_settings
 
@@ -286,3 +286,29 @@ def test_an_endpoint_built_index_keeps_its_unit(settings_factory: SettingsFactor
     assert adopted.embed_unit == "chunk"
     assert adopted.embed_max_tokens == settings_factory().embed_max_tokens  # local only
     Store(adopted, "api:text-embedding-3-small")  # opens: same recorded model
+
+
+def test_the_catalog_an_ingest_returns_is_what_chroma_reads_back(
+    tmp_path: Path, settings_factory: SettingsFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An ingest that only adds papers builds its catalog in memory instead of reading
+    Chroma again: field for field and row for row, it must be what Chroma holds."""
+    from tests.fakes import HashEmbedder
+
+    long = " ".join([A1, A2, A3] * 4)  # several chunks
+    assistant = Assistant(settings_factory(), HashEmbedder())
+    first = [FIXTURES / "copilot.json", FIXTURES / "records.jsonl"]
+    second = [FIXTURES / "openreview_v2.json", write_list(tmp_path / "l.txt", [A1, long])]
+    store = assistant.store
+    reads: list[int] = []
+    load = store.load_catalog
+    monkeypatch.setattr(store, "load_catalog", lambda: reads.append(1) or load())
+    for paths in (first, second):  # into an empty index, then onto a full one
+        reads.clear()
+        _, built = ingest(paths, store, assistant.embedder, assistant.settings)
+        assert len(reads) <= 1  # the catalog before the writes, never after them
+        read = load()
+        assert (built.ids, built.texts, built.paper_of) == (read.ids, read.texts, read.paper_of)
+        assert built.papers == read.papers
+    assert any(sp.n_chunks > 1 for sp in built.papers.values())
+    assert {sp.paper.title for sp in built.papers.values()} > {None}

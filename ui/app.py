@@ -121,7 +121,7 @@ def open_index() -> tuple[Assistant, str]:
 
             def progress(done: int, total: int) -> None:
                 bar.progress(
-                    min(done / max(total, 1), 1.0), text=f"Embedding chunks {done}/{total}"
+                    min(done / max(total, 1), 1.0), text=f"Embedding papers {done}/{total}"
                 )
 
             summary = resources.ensure_corpus(assistant, key, progress)

@@ -98,7 +98,7 @@ def upload_section(assistant: Assistant) -> None:
         bar = st.progress(0.0, text="Reading the file…")
 
         def progress(done: int, total: int) -> None:
-            bar.progress(min(done / max(total, 1), 1.0), text=f"Embedding chunks {done}/{total}")
+            bar.progress(min(done / max(total, 1), 1.0), text=f"Embedding papers {done}/{total}")
 
         st.session_state["upload_result"] = ingest_upload(
             assistant, upload.name, upload.getvalue(), progress
