@@ -185,6 +185,8 @@ def missing_detail(query: Query, hit: Hit) -> str | None:
         counts = query.asks_count_of_things
         if query.wants == "number" and not extractive.reports_figure(paper.abstract, counts):
             return "the closest abstract reports no figures"
+        if query.counted and not extractive.counts(paper.abstract, query.counted):
+            return f"the closest abstract gives no number of {query.counted}"
     return None
 
 

@@ -96,6 +96,35 @@ def reports_figure(text: str, counts: bool = False) -> bool:
     return bool(_MATH.search(text))
 
 
+def counts(text: str, thing: str) -> bool:
+    """Tell whether a text gives a number of `thing` (what a count question counts): a
+    figure at most three words before or after it, with no 'per' / 'each' between ('eight
+    A100 GPUs', '47 different types of tasks', '$b^2r$ additional parameters', 'sample
+    complexity of $O(1/n)$'; not '85x less data per GPU', which is a rate, nor 'deep
+    layers and gains 3%'): after the noun only linking words may come between."""
+    prose = _ENUMERATOR.sub(" ", _LINK.sub(" ", text))
+    number = rf"(?:{_FIGURE.pattern}|\$[^$]*\$)"
+    before = r"(?:[\s,\-]+(?!(?:per|each|every)\b)[\w\-().]+){0,3}?[\s,\-]+"
+    after = rf"(?:[\s,:=(\-]+{_COUNT_LINK}\b){{0,3}}[\s,:=(\-]+"  # 'samples: 64', 'complexity of'
+    noun = rf"\b{re.escape(_stem(thing))}\w*"
+    return bool(re.search(rf"{number}{before}{noun}|{noun}{after}{number}", prose, re.I))
+
+
+_COUNT_LINK = r"(?:of|is|are|was|were|complexity|count|number|size|totals?|about|only|up|to)"
+
+
+def _stem(word: str) -> str:
+    """'GPUs' -> 'GPU', 'queries' -> 'quer', 'classes' -> 'class': what its forms share."""
+    lower = word.lower()
+    if lower.endswith("ies") and len(word) > 4:
+        return word[:-3]
+    if lower.endswith(("sses", "shes", "ches", "xes")):
+        return word[:-2]
+    if lower.endswith("s") and not lower.endswith("ss") and len(word) > 3:
+        return word[:-1]
+    return word
+
+
 def candidates(hits: list[Hit], query: Query) -> list[int]:
     """Indexes of the hits to answer from: those that name the question's terms when any
     does ('does DeMo need all-reduce?' is answered from papers naming DeMo), else those

@@ -195,6 +195,15 @@ _ORDINAL_REF = re.compile(
 )
 
 # A name: capitals or digits inside a word ('AltGDA', 'F2SA-p', 'KV', 'GPT-4', 'LLMs').
+# 'how many [more] GPUs did ...': the counted noun phrase, up to two words before a verb.
+_COUNTED = re.compile(
+    r"\bhow many\s+(?:(?:more|extra|additional|different|distinct|separate)\s+)?"
+    r"((?:(?!(?:do|does|did|is|are|was|were|can|could|has|have|had|will|would|should|in|"
+    r"on|for|of|to|with|by|at|from|per|it|they|the|a|an)\b)[A-Za-z][\w\-]*\s*){1,2})",
+    re.I,
+)
+# Not a thing counted in the abstract's own words: ratios, shares, score points.
+_NOT_COUNTED = frozenset("times fold percent percentage points point more less".split())
 NAME = re.compile(r"\b[A-Za-z]*(?:[A-Z][A-Za-z]*[A-Z0-9]|[a-z][A-Z]|\d[A-Za-z])[\w\-.]*")
 _QUOTED = re.compile(r"[\"“”']([^\"“”']{3,60})[\"“”']")
 _NUMBER = re.compile(r"(?<![\w.\-])\d+(?:\.\d+)?(?:%|x\b)?")  # not the 3 of 'EAGLE-3'
@@ -283,6 +292,25 @@ class Query:
     def asks_count_of_things(self) -> bool:
         """'how many layers ...': a spelled-out count ('three') answers it."""
         return self.wants == "number" and bool(re.search(r"\bhow many\b", self.english, re.I))
+
+    @property
+    def counted(self) -> str:
+        """What a 'how many' question counts, the head of its noun phrase: 'how many GPUs
+        did DeMo use?' -> 'GPUs', 'how many uncertainty scenarios can it run' ->
+        'scenarios', 'how many A100 GN-IVO training?' -> 'A100' (a second term starts the
+        rest); '' for a ratio ('how many times faster') or a question that counts nothing."""
+        if not self.asks_count_of_things:
+            return ""
+        match = _COUNTED.search(self.english)
+        if not match:
+            return ""
+        words = match.group(1).split()
+        if words[0].casefold() in _NOT_COUNTED:
+            return ""
+        named = {t.casefold() for t in self.terms}
+        if len(words) > 1 and words[1].casefold() in named:
+            return words[0]
+        return words[-1]
 
 
 def read(question: str, vocabulary: Vocabulary | None = None) -> Query:

@@ -129,6 +129,7 @@ def gloss_zh(question: str, held: Held) -> str:
     text = _numbers(_simplified(question.translate(_PUNCT)))
     frames: list[str] = ["does"] if _YES_NO_ZH.search(text) and "有没有" not in text else []
     words: list[str] = []
+    counting = False  # after '多少块' / '几张': a Latin-script noun is what is counted
     for piece in _FRAME_SPLIT.split(text):
         frame = _FRAME_OF.get(piece)
         if frame is not None:
@@ -136,6 +137,7 @@ def gloss_zh(question: str, held: Held) -> str:
                 words.append(frame)  # where it stands: 'how much does it improve'
             else:
                 frames.append(frame)
+            counting = frame == "how many"
             continue
         for token in _tokens(piece):
             token = token.strip()
@@ -143,11 +145,19 @@ def gloss_zh(question: str, held: Held) -> str:
                 continue
             if not _HAN.search(token):
                 if _LATIN.fullmatch(token):
-                    words.append(token)
+                    if counting:  # '多少块 GPU' -> 'how many GPU', as English puts it
+                        frames[-1] = f"how many {token}"
+                    else:
+                        words.append(token)
+                counting = False
                 continue
+            counting = False
             english = _english(token, held)
             if english:
                 words.append(english)
+    # A bare 'how many' ends with a comma: what follows it is not what is counted (that
+    # stood before the measure word), so the question stage reads no counted noun.
+    frames = [f"{f}," if f == "how many" and words else f for f in frames]
     english_question = " ".join((*dict.fromkeys(frames), *words))
     return english_question + "?" if english_question else question
 

@@ -69,6 +69,17 @@ def _hit(abstract: str, authors: tuple[str, ...] = ()) -> Hit:
         ("does GTO have released code", "We propose GTO.", "code link"),
         ("how much faster is GTO?", "We propose GTO, which is faster.", "no figures"),
         ("how much does GTO gain on MMLU?", "GTO gains 7.4% on GSM8K.", "MMLU"),
+        # a rate of the thing is no count of it
+        (
+            "how many GPUs did DeMo use for training?",
+            "DeMo models show DeMo transmits up to 85x less data per GPU than AdamW-DDP.",
+            "no number of GPUs",
+        ),
+        (
+            "how many layers does GTO use?",
+            "GTO stacks deep layers and gains 3% on MMLU.",
+            "of layers",
+        ),
     ],
 )
 def test_details_the_record_lacks_are_refused(question: str, abstract: str, why: str) -> None:
@@ -80,6 +91,29 @@ def test_details_the_record_holds_pass() -> None:
     hit = _hit("GTO gains 7.4% on GSM8K; code: https://x.org")
     assert answerable.missing_detail(read("how much does GTO gain on GSM8K?"), hit) is None
     assert answerable.missing_detail(read("where is the GTO code?"), hit) is None
+
+
+@pytest.mark.parametrize(
+    ("question", "abstract"),
+    [
+        ("how many GPUs did DeMo use?", "We train DeMo on eight NVIDIA A100 GPUs."),
+        ("how many tasks was SPRIG evaluated on", "SPRIG is evaluated on 47 different tasks."),
+        ("how many parameters does BoRA add?", "BoRA needs only $b^2r$ additional parameters."),
+        ("how many layers does the KAN have", "We study a two-layer KAN."),
+        ("how many samples does GTO need", "GTO has sample complexity $O(1/n)$."),
+        ("how many times faster is GTO", "GTO is 2.5x faster."),  # a ratio: no noun to count
+    ],
+)
+def test_counts_the_record_gives_pass(question: str, abstract: str) -> None:
+    assert answerable.missing_detail(read(question), _hit(abstract)) is None
+
+
+def test_what_a_count_question_counts() -> None:
+    assert read("how many GPUs did DeMo use for training?").counted == "GPUs"
+    assert read("how many uncertainty scenarios can it run at once").counted == "scenarios"
+    assert read("how many A100 GN-IVO training?").counted == "A100"
+    assert read("how many times faster is GTO?").counted == ""
+    assert read("how many ICLR 2026 papers use CLIP?").counted == ""  # a count of papers
 
 
 def test_with_an_llm_only_no_evidence_at_all_is_refused_before_generation() -> None:

@@ -76,6 +76,13 @@ def test_gloss_keeps_latin_terms_and_reads_the_frame() -> None:
     assert gloss_zh("BoRA 比 LoRA 好多少", nothing_held).startswith("how much BoRA LoRA")
 
 
+def test_gloss_keeps_what_is_counted_after_how_many() -> None:
+    # '多少块 GPU': the Latin noun after the measure word is what is counted
+    assert gloss_zh("DeMo 训练时用了多少块 GPU？", nothing_held).startswith("how many GPU DeMo")
+    # a Chinese noun phrase is not carried: what follows the comma is not the counted noun
+    assert gloss_zh("框架一次能处理多少个场景", nothing_held).startswith("how many, ")
+
+
 def test_gloss_uses_the_ml_glossary_before_the_dictionary() -> None:
     # CC-CEDICT has 图 as 'picture' and lacks 推测解码 as a term; the glossary knows both
     assert gloss_zh(SPECULATIVE, nothing_held) == "which papers speculative decoding?"

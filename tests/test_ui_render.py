@@ -62,6 +62,19 @@ def test_citations_link_to_their_source_cards() -> None:
     assert 'id="src-4-3"' in card and "derived label" in card
 
 
+def test_a_label_says_how_it_was_made() -> None:
+    titled = _source(title="Fast Drafts", title_is_derived=False)
+    generated = _source(title="GTO: Group Tree Optimization", title_generated=True)
+    assert "rag-derived" not in render.source_header_html(titled, turn=1)
+    card = render.source_header_html(generated, turn=1)
+    assert "generated title" in card and "derived label" not in card
+    assert render.reference_line(generated).startswith(
+        "[1] GTO: Group Tree Optimization (generated title). ICLR 2026"
+    )
+    assert render.reference_line(titled).startswith("[1] Fast Drafts. ICLR 2026")
+    assert "(derived label)" in render.reference_line(_source())
+
+
 def test_llm_citation_highlights_the_best_overlapping_sentence() -> None:
     source = _source()
     answer = _answer("GTO reports a 7.7% speedup over EAGLE-3. [1] Another claim.", [source], [1])
