@@ -29,7 +29,7 @@ from rag.index import Store, adopt_layout, recorded_family
 from rag.ingest import Progress, ingest
 from rag.llm import Chat, ChatClient, LLMError, OnReset, OnToken
 from rag.papers import FieldMap
-from rag.question import Query, distinctive_terms, keywords_of, read
+from rag.question import Query, distinctive_terms, keywords_of, read, with_acronyms
 from rag.related import Related, related
 from rag.retrieve import Retriever, Scope, vocabulary_of
 from rag.titles import TitleJob, TitleProgress, generate_title
@@ -118,14 +118,15 @@ class Assistant:
         in another language is read in English: its translation (rag/translate.py) is
         made once per `translations` (a conversation's cache), by the LLM in llm mode."""
         vocabulary = self.retriever.vocabulary()
-        asked = read(question, vocabulary)
+        spellings = self.retriever.acronym_spellings()
+        asked = with_acronyms(read(question, vocabulary), spellings)
         if asked.language == "en":
             return asked
         cache = translations if translations is not None else {}
         done = cache.get(asked.question)
         if done is None:
             done = cache[asked.question] = self.translate(asked.question, asked.language, mode)
-        english = read(done.text, vocabulary)
+        english = with_acronyms(read(done.text, vocabulary), spellings)
         return replace(
             english,
             question=asked.question,

@@ -16,8 +16,8 @@ another language is put into English by rag/translate.py and that English is rea
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
 
 from rag import language
 from rag.text import STOP, mentions
@@ -143,7 +143,9 @@ _SET_WORDS = re.compile(
     re.I,
 )
 
-_PLURAL = re.compile(r"\b(papers|works|studies|methods|approaches|articles|submissions)\b", re.I)
+_PLURAL = re.compile(
+    r"\b(papers|works|studies|methods|approaches|articles|submissions|variants)\b", re.I
+)
 
 # Details an abstract record never or rarely holds.
 ASKS_AUTHORS = re.compile(
@@ -195,6 +197,7 @@ _ORDINAL_REF = re.compile(
 )
 
 # A name: capitals or digits inside a word ('AltGDA', 'F2SA-p', 'KV', 'GPT-4', 'LLMs').
+NAME = re.compile(r"\b[A-Za-z]*(?:[A-Z][A-Za-z]*[A-Z0-9]|[a-z][A-Z]|\d[A-Za-z])[\w\-.]*")
 # 'how many [more] GPUs did ...': the counted noun phrase, up to two words before a verb.
 _COUNTED = re.compile(
     r"\bhow many\s+(?:(?:more|extra|additional|different|distinct|separate)\s+)?"
@@ -204,7 +207,6 @@ _COUNTED = re.compile(
 )
 # Not a thing counted in the abstract's own words: ratios, shares, score points.
 _NOT_COUNTED = frozenset("times fold percent percentage points point more less".split())
-NAME = re.compile(r"\b[A-Za-z]*(?:[A-Z][A-Za-z]*[A-Z0-9]|[a-z][A-Z]|\d[A-Za-z])[\w\-.]*")
 _QUOTED = re.compile(r"[\"“”']([^\"“”']{3,60})[\"“”']")
 _NUMBER = re.compile(r"(?<![\w.\-])\d+(?:\.\d+)?(?:%|x\b)?")  # not the 3 of 'EAGLE-3'
 _YEAR = r"(?:19[89]\d|20[0-4]\d)"
@@ -454,6 +456,26 @@ def distinctive_terms(text: str) -> tuple[str, ...]:
             found.append(core)
     found += [n for n in _NUMBER.findall(text) if not re.fullmatch(_YEAR, n)]
     return tuple(dict.fromkeys(t for t in found if t))
+
+
+_LOWER_WORD = re.compile(r"\b[a-z][a-z0-9\-]{2,15}\b")
+RARE_ZIPF = 3.0  # below this wordfreq frequency a word is no everyday English ('dpo' 2.2)
+
+
+def with_acronyms(query: Query, spellings: Mapping[str, str]) -> Query:
+    """Terms for acronyms typed in lower case: 'dpo variants' over an index whose abstracts
+    define DPO -> terms ('DPO',), as if typed 'DPO variants'. Only words rare in English
+    ('dpo', 'lora', 'grpo'; not 'demo', 'map' or 'clip') and only acronyms the abstracts
+    spell out ("Direct Preference Optimization (DPO)")."""
+    from wordfreq import zipf_frequency
+
+    have = {t.casefold() for t in query.terms}
+    found = [
+        spellings[word]
+        for word in dict.fromkeys(_LOWER_WORD.findall(query.text))
+        if word in spellings and word not in have and zipf_frequency(word, "en") < RARE_ZIPF
+    ]
+    return replace(query, terms=(*query.terms, *found)) if found else query
 
 
 def refers_back(question: str) -> bool:

@@ -320,6 +320,7 @@ class Retriever:
         self._snapshot: _Snapshot | None = None
         self._spelling: Counter[str] | None = None  # stored words -> how often (for typos)
         self._long_forms: dict[str, tuple[str, ...]] | None = None  # acronym -> spelled out
+        self._written: dict[str, str] = {}  # acronym (casefolded) -> as the abstracts write it
 
     def refresh(self, catalog: Catalog | None = None) -> None:
         """Forget the in-memory state (after an ingest); it is rebuilt on next use."""
@@ -494,15 +495,24 @@ class Retriever:
             if any(f" {form} " in lowered or f" {form}?" in lowered for form in forms)
         )
 
+    def acronym_spellings(self) -> dict[str, str]:
+        """The acronyms the stored abstracts spell out, as they write them: {'dpo': 'DPO',
+        'lora': 'LoRA'} (the most frequent spelling of each)."""
+        self._acronyms()
+        return self._written
+
     def _acronyms(self) -> dict[str, tuple[str, ...]]:
         table = self._long_forms
         if table is None:
             with self._lock:
                 if self._long_forms is None:
                     forms: dict[str, Counter[str]] = {}
+                    written: dict[str, Counter[str]] = {}
                     for sp in self.catalog.papers.values():
                         for acronym, long in spelled_out(sp.paper.abstract).items():
                             forms.setdefault(acronym.casefold(), Counter())[long.casefold()] += 1
+                            written.setdefault(acronym.casefold(), Counter())[acronym] += 1
+                    self._written = {a: c.most_common(1)[0][0] for a, c in written.items()}
                     self._long_forms = {
                         a: tuple(f for f, _ in c.most_common(2)) for a, c in forms.items()
                     }

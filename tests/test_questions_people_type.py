@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from rag.assistant import Assistant
 from rag.cli import main
+from rag.question import read, with_acronyms
 from rag.text import mentions, split_sentences
 from rag.types import Filters
 
@@ -91,6 +92,22 @@ def test_a_follow_up_is_searched_with_what_it_refers_to(seeded: Assistant) -> No
     assert not follow.abstained
     cited = {follow.sources[n - 1].paper_id for n in follow.citations}
     assert cited & {first.sources[n - 1].paper_id for n in first.citations}
+
+
+def test_a_lower_case_acronym_is_read_as_the_abstracts_write_it(seeded: Assistant) -> None:
+    answer = seeded.ask("dpo variants")
+    assert not answer.abstained, answer.notices
+    cited = [answer.sources[n - 1] for n in answer.citations]
+    assert len(cited) >= 2 and all("DPO" in s.text for s in cited)
+
+
+def test_with_acronyms_promotes_only_rare_words_the_abstracts_define() -> None:
+    spellings = {"dpo": "DPO", "demo": "DeMo", "lora": "LoRA"}
+    assert with_acronyms(read("dpo variants"), spellings).terms == ("DPO",)
+    assert with_acronyms(read("lora for llms"), spellings).terms == ("LoRA",)
+    assert with_acronyms(read("a demo of speculative decoding"), spellings).terms == ()
+    assert with_acronyms(read("grpo variants"), spellings).terms == ()  # not defined here
+    assert with_acronyms(read("DPO and dpo"), spellings).terms == ("DPO",)  # once
 
 
 def test_the_second_one_means_the_answers_second_paper(seeded: Assistant) -> None:

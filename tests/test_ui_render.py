@@ -62,6 +62,16 @@ def test_citations_link_to_their_source_cards() -> None:
     assert 'id="src-4-3"' in card and "derived label" in card
 
 
+def test_the_authors_bold_shows_as_bold_and_nothing_else_is_markup() -> None:
+    text = "In this paper, we propose **Block LoRA (BoRA)**, which costs **$5** <b>x</b>."
+    html_out = render.quote_html([text])
+    assert "<b>Block LoRA (BoRA)</b>" in html_out and "**" not in html_out
+    assert "&lt;b&gt;x&lt;/b&gt;" in html_out and "$" not in html_out  # still inert
+    marked = render.highlight_html(text + " Next.", [text])
+    assert "<mark>In this paper, we propose <b>Block LoRA (BoRA)</b>" in marked
+    assert render.prose_html("a ** b ** c") == render.escape_html("a ** b ** c")
+
+
 def test_a_label_says_how_it_was_made() -> None:
     titled = _source(title="Fast Drafts", title_is_derived=False)
     generated = _source(title="GTO: Group Tree Optimization", title_generated=True)

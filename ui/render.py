@@ -41,6 +41,22 @@ def escape_html(text: str) -> str:
     return "".join(_ENTITIES.get(c, c) for c in text.replace("\\%", "%"))
 
 
+_STRONG = re.compile(r"\*\*(?=\S)([^*\n]+?)(?<=\S)\*\*")
+
+
+def prose_html(text: str) -> str:
+    """Abstract text as escaped HTML, keeping the authors' own **bold** as <b> (OpenReview
+    abstracts are Markdown): 'we propose **BoRA**' -> 'we propose <b>BoRA</b>'."""
+    parts: list[str] = []
+    cursor = 0
+    for match in _STRONG.finditer(text):
+        parts.append(escape_html(text[cursor : match.start()]))
+        parts.append(f"<b>{escape_html(match.group(1))}</b>")
+        cursor = match.end()
+    parts.append(escape_html(text[cursor:]))
+    return "".join(parts)
+
+
 def escape_markdown(text: str) -> str:
     """Show text literally in st.markdown: '$5 ~ 3 <b>' -> '\\$5 \\~ 3 &lt;b>'."""
     return re.sub(r"([\\`*_\[\]$~|#])", r"\\\1", text).replace("<", "&lt;")
@@ -134,10 +150,10 @@ def highlight_html(text: str, sentences: Iterable[str]) -> str:
     for start, end in sorted(spans):
         if start < cursor:  # overlapping picks: the earlier mark already covers it
             continue
-        parts.append(escape_html(text[cursor:start]))
-        parts.append(f"<mark>{escape_html(text[start:end])}</mark>")
+        parts.append(prose_html(text[cursor:start]))
+        parts.append(f"<mark>{prose_html(text[start:end])}</mark>")
         cursor = end
-    parts.append(escape_html(text[cursor:]))
+    parts.append(prose_html(text[cursor:]))
     return "".join(parts)
 
 
@@ -168,7 +184,7 @@ def source_header_html(source: Source, turn: int) -> str:
 
 def quote_html(sentences: Sequence[str]) -> str:
     """The supporting sentences as an escaped, highlighted quote."""
-    body = " … ".join(f"<mark>{escape_html(s)}</mark>" for s in sentences)
+    body = " … ".join(f"<mark>{prose_html(s)}</mark>" for s in sentences)
     return f'<div class="rag-quote">{body}</div>'
 
 
@@ -193,7 +209,7 @@ def related_html(source: Source) -> str:
     url = safe_url(source.site)
     link = f" · {_link(url)}" if url else ""
     first = split_sentences(source.text)[:1]
-    snippet = escape_html(first[0]) if first else ""
+    snippet = prose_html(first[0]) if first else ""
     return (
         f'<div class="rag-related"><span class="rag-badge rag-badge-muted">{source.n}</span> '
         f'{label} <span class="rag-meta">{where}{link}</span>'
