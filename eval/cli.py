@@ -122,6 +122,24 @@ def run_cmd(
     click.echo(f"\nWrote {out}/results.jsonl, metrics.json and report.md.")
 
 
+def _labelled_rows(
+    settings: Settings,
+    questions_files: Sequence[str],
+    corpora: Sequence[str],
+    rows: list[dict[str, Any]],
+    collect: Callable[[Assistant, list[Question], ResolvedGold, str], list[dict[str, Any]]],
+) -> list[dict[str, Any]]:
+    """The rows a calibration fits on: `rows` (from earlier runs) plus what `collect`
+    takes from each questions file asked over the seeds (+ corpora) index."""
+    index_name = "+".join(["seeds", *(Path(c).name for c in corpora)])
+    for path in questions_files:
+        questions = _load(path)
+        assistant, gold, _ = _prepare(settings, questions, path, corpora)
+        with _friendly_errors():
+            rows += collect(assistant, questions, gold, index_name)
+    return rows
+
+
 @eval_group.command("calibrate")
 @click.argument("questions_files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Output folder.")
@@ -162,15 +180,15 @@ def calibrate_cmd(
     from rag.answerable import DEFAULT_MODEL
 
     settings = eval_settings(ctx, Path(out))
-    sets = [(path, _load(path)) for path in questions_files]
-    rows = [row for path in extra_rows for row in calibrate.read_rows(Path(path))]
-    index_name = "+".join(["seeds", *(Path(c).name for c in corpora)])
-    for path, questions in sets:
-        assistant, gold, _ = _prepare(settings, questions, path, corpora)
-        with _friendly_errors():
-            rows += calibrate.evidence_rows(
-                assistant, questions, gold, index_name, distractors=bool(corpora)
-            )
+    rows = _labelled_rows(
+        settings,
+        questions_files,
+        corpora,
+        [row for path in extra_rows for row in calibrate.read_rows(Path(path))],
+        lambda assistant, questions, gold, index: calibrate.evidence_rows(
+            assistant, questions, gold, index, distractors=bool(corpora)
+        ),
+    )
     about = {
         "questions": list(questions_files),
         "indexes": sorted({r["index"] for r in rows}),
@@ -218,13 +236,13 @@ def calibrate_count_cmd(
     from rag.matching import DEFAULT_MODEL
 
     settings = eval_settings(ctx, Path(out))
-    rows = [row for path in extra_rows for row in matchfit.read_rows(Path(path))]
-    index_name = "+".join(["seeds", *(Path(c).name for c in corpora)])
-    for path in questions_files:
-        questions = _load(path)
-        assistant, gold, _ = _prepare(settings, questions, path, corpora)
-        with _friendly_errors():
-            rows += matchfit.candidate_rows(assistant, questions, gold, index_name)
+    rows = _labelled_rows(
+        settings,
+        questions_files,
+        corpora,
+        [row for path in extra_rows for row in matchfit.read_rows(Path(path))],
+        matchfit.candidate_rows,
+    )
     about = {
         "files": list(questions_files),
         "indexes": sorted({r["index"] for r in rows}),
