@@ -60,7 +60,9 @@ class TorchRunner:
     cosine to fp32 >= 0.9999 on the seed chunks either way). The graph runs without
     holding the GIL between ops, so the ingest's writer thread (whose Chroma calls hold
     the GIL for their whole length) overlaps the model instead of stalling it. The trace
-    generalises over batch size and length (checked against eager on other shapes)."""
+    generalises over batch size and length (checked against eager on other shapes).
+    Inference changes nothing in the module, so several threads may run batches at once
+    (the embedder runs one per core, each on one thread: `ModelEmbedder.workers`)."""
 
     def __init__(self, path: Path, threads: int = 0, bf16: bool = False) -> None:
         import torch
@@ -77,12 +79,11 @@ class TorchRunner:
         self.model: Any = model
         if bf16:
             self.model = _traced(torch, model.to(torch.bfloat16))
-        self._lock = threading.Lock()  # torch modules are not re-entrant across threads
 
     def run(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """One forward pass; pooling in fp32 whatever the matmuls ran in."""
         torch = self.torch
-        with self._lock, torch.inference_mode():
+        with torch.inference_mode():  # calls from several threads at once run side by side
             input_ids, attention = torch.from_numpy(ids), torch.from_numpy(mask)
             if self.bf16:
                 hidden = self.model(input_ids, attention)[0]

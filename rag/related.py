@@ -2,9 +2,11 @@
 
 Nearness is the cosine of paper vectors: a paper's vector is the mean of its chunks'
 (with per-paper embedding, the one vector it was given: its title and the start of its
-abstract), searched in Chroma's HNSW index. The paper itself never counts, nor do chunks
-a crash left behind. Deliberately left out: BM25 (an abstract as a 200-word query finds
-papers sharing its filler words) and citations (the lists hold none).
+abstract), searched exactly among the stored vectors in memory (one product with them,
+as the dense search does; it was Chroma's approximate HNSW index until 2026-12). The
+paper itself never counts, nor do chunks a crash left behind. Deliberately left out: BM25
+(an abstract as a 200-word query finds papers sharing its filler words) and citations
+(the lists hold none).
 """
 
 from __future__ import annotations
@@ -14,9 +16,11 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import numpy as np
+
 from rag.errors import RagError
-from rag.index import Catalog, Store
-from rag.types import Paper, split_chunk_id
+from rag.index import Catalog
+from rag.types import Paper
 
 
 class UnknownPaper(RagError, LookupError):
@@ -54,38 +58,41 @@ class Related:
 
 
 def related(
-    store: Store,
     catalog: Catalog,
+    matrix: np.ndarray,
     paper_id: str,
     top_k: int = 10,
-    where: dict[str, Any] | None = None,
     keep: Callable[[Paper], bool] | None = None,
+    location: str = "the index",
 ) -> Related:
-    """The `top_k` stored papers nearest to `paper_id` (inside `where` / `keep`, a scope)."""
+    """The `top_k` stored papers nearest to `paper_id` (those `keep` passes: a scope).
+
+    `matrix` holds every stored vector, a row per chunk in catalog order (what the dense
+    search multiplies with): the search is one product with it, exact. A paper's score is
+    its best chunk's cosine to the paper's mean vector."""
     stored = catalog.papers.get(paper_id)
     if stored is None:
-        raise UnknownPaper(_unknown(paper_id, catalog, store.location))
-    _, vectors = store.vectors(stored.chunk_ids)
-    if not len(vectors):
-        raise UnknownPaper(f"paper {paper_id!r} has no stored vector in {store.location}")
-    vector = vectors.mean(axis=0)
+        raise UnknownPaper(_unknown(paper_id, catalog, location))
+    rows = catalog.row_of()
+    own = [rows[cid] for cid in stored.chunk_ids if cid in rows]
+    if not own or len(matrix) != len(catalog.ids):
+        raise UnknownPaper(f"paper {paper_id!r} has no stored vector in {location}")
+    vector = matrix[own].mean(axis=0)
+    norm = float(np.linalg.norm(vector))
+    scores = matrix @ (vector / norm if norm > 0 else vector)
     found: dict[str, float] = {}
-    total = store.count()
-    depth = (top_k + 1) * 3  # a paper of ~1.4 chunks can fill several of the nearest slots
-    while True:
-        for chunk, score in store.query(vector, depth, where):
-            pid = split_chunk_id(chunk)[0]
-            other = catalog.papers.get(pid)
-            if pid == paper_id or other is None or chunk not in other.chunk_ids:
-                continue
-            if keep is None or keep(other.paper):
-                found[pid] = max(score, found.get(pid, -1.0))
-        if len(found) >= top_k or depth >= total:
+    for row in np.argsort(-scores, kind="stable"):
+        pid = catalog.paper_of[row]
+        if pid == paper_id or pid in found:
+            continue
+        other = catalog.papers.get(pid)
+        if other is None or (keep is not None and not keep(other.paper)):
+            continue
+        found[pid] = float(scores[row])
+        if len(found) >= top_k:
             break
-        depth *= 4
-    nearest = sorted(found, key=found.__getitem__, reverse=True)[:top_k]
     paper = stored.paper
-    return Related(paper_id, paper.label, [_entry(catalog, pid, found[pid]) for pid in nearest])
+    return Related(paper_id, paper.label, [_entry(catalog, pid, s) for pid, s in found.items()])
 
 
 def _entry(catalog: Catalog, paper_id: str, score: float) -> RelatedPaper:

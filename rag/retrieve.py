@@ -32,7 +32,7 @@ import Stemmer
 from rag import snapshot as snapshots
 from rag.config import Settings
 from rag.embed import Embedder
-from rag.index import Catalog, Store, StoreError, where_clause
+from rag.index import Catalog, Store, StoreError
 from rag.question import Vocabulary, status_matches, venue_key
 from rag.text import (
     TERMS_VERSION,
@@ -59,8 +59,7 @@ PARALLEL_ROWS = 20_000
 @dataclass(frozen=True, slots=True)
 class Scope:
     """Filters resolved against what the index holds: the stored spellings each text
-    filter stands for (aliases and case folded), so Chroma's exact `where` and the BM25
-    mask select the same papers."""
+    filter stands for (aliases and case folded), which the dense and BM25 masks test."""
 
     filters: Filters
     venues: frozenset[str] | None = None  # None: any
@@ -85,16 +84,6 @@ class Scope:
     def empty(self) -> bool:
         """Tell whether a text filter matches no stored value (nothing can pass)."""
         return any(s is not None and not s for s in (self.venues, self.statuses, self.areas))
-
-    def where(self) -> dict[str, Any] | None:
-        """The clause for the dense search (built by the store: rag/index.py)."""
-        f = self.filters
-        return where_clause(
-            {"venue": self.venues, "status": self.statuses, "area": self.areas},
-            year=f.year,
-            year_min=f.year_min,
-            year_max=f.year_max,
-        )
 
     def match(self, paper: Paper) -> bool:
         """Tell whether a paper passes every filter."""
@@ -613,6 +602,12 @@ class Retriever:
             stored = state.catalog.papers.get(hit.paper.paper_id)
             rows = [state.rows[c] for c in (stored.chunk_ids if stored else []) if c in state.rows]
             hit.dense_similarity = float(_dot(matrix[rows], vector).max()) if rows else None
+
+    def stored_vectors(self) -> tuple[Catalog, np.ndarray]:
+        """The catalog and every stored vector, a row per chunk in its order (one
+        consistent pair, even if an ingest refreshes meanwhile)."""
+        state = self._state()
+        return state.catalog, self._matrix(state)
 
     def _matrix(self, state: _Snapshot) -> np.ndarray:
         """Every stored vector, a row per chunk in catalog order: the dense search is one

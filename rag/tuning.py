@@ -8,7 +8,10 @@ are measured, on the bundled seeds:
 
 - `bulk`, for documents (ingest, answer sentences in number): the highest texts/s;
 - `query`, for one text at a time: the lowest median latency, in the same family as
-  `bulk` (rag/backends.py), so queries meet the vectors they are compared with.
+  `bulk` (rag/backends.py), so queries meet the vectors they are compared with; among
+  the ONNX backends where the family has one: torch's import costs ~2-3 s of every new
+  `rag ask` (cold start 1.5 -> 5.5 s on the seeds), more than its faster queries ever
+  save (bf16 on one thread: 5.1 ms, ONNX fp32 5.2 ms, same run).
 
 A reduced-precision backend (bf16, int8) is a candidate only where the shipped quality
 record (`rag/data/backend_quality.json`, written by `rag bench --backends`) shows its
@@ -122,9 +125,9 @@ class Choice:
         return FAMILY[self.bulk]
 
 
-def machine_key(model: str, max_tokens: int, family: str | None = None) -> str:
+def machine_key(model: str, max_tokens: int, family: str | None = None, workers: int = 1) -> str:
     """What the choice depends on, hashed: CPU, cores, flags, model, OpenMP's wait policy,
-    libraries."""
+    batches run at once, libraries."""
     versions = []
     for package in ("torch", "onnxruntime", "transformers"):
         try:
@@ -133,6 +136,7 @@ def machine_key(model: str, max_tokens: int, family: str | None = None) -> str:
             versions.append("-")
     threads = os.environ.get("OMP_WAIT_POLICY", "")  # spinning or not changes torch's speed
     parts = [json.dumps(cpu_info(), sort_keys=True), model, str(max_tokens), str(family), threads]
+    parts += [f"workers={workers}"] if workers > 1 else []  # (keys from before stay valid)
     parts += versions
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
 
@@ -191,7 +195,8 @@ def measure(embed_with: Any, names: list[str], key: str) -> Choice:
         latency[name] = round(min(rounds) * 1000 / len(QUERIES), 3)
     bulk = max(rates, key=rates.__getitem__)
     family = [n for n in names if FAMILY[n] == FAMILY[bulk]]
-    query = min(family, key=latency.__getitem__)
+    light = [n for n in family if n.startswith("onnx")]  # no torch import to answer
+    query = min(light or family, key=latency.__getitem__)
     return Choice(bulk, query, key, rates, latency, round(time.perf_counter() - started, 2))
 
 

@@ -7,17 +7,14 @@ module that owns them; everything crossing a stage boundary is one of these reco
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
-_SPACE = re.compile(r"\s+")
-
 
 def normalise_text(text: str) -> str:
     """Collapse whitespace and case-fold: the key under which abstracts are deduplicated."""
-    return _SPACE.sub(" ", text).strip().casefold()
+    return " ".join(text.split()).casefold()
 
 
 def content_hash(text: str) -> str:

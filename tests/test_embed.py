@@ -53,6 +53,20 @@ def test_every_backend_gives_todays_vectors(
     assert model.family == FAMILY[backend]
 
 
+@pytest.mark.parametrize("backend", ["onnx", "torch"])
+def test_batches_run_at_once_give_the_same_rows(
+    backend: str, cache_dir: Path, seed_texts: list[str]
+) -> None:
+    """Several batches in flight at once (one per core) land in their own rows."""
+    texts = seed_texts[:80]  # five batches of 16, of different lengths
+    one = ModelEmbedder(max_tokens=128, backend=backend, cache_dir=cache_dir, workers=1)
+    three = ModelEmbedder(max_tokens=128, backend=backend, cache_dir=cache_dir, workers=3)
+    assert (one.workers, three.workers) == (1, 3)
+    alone, together = one.embed(texts), three.embed(texts)
+    assert ((alone * together).sum(axis=1)).min() >= 0.9999
+    assert np.array_equal(np.argmax(alone @ alone.T, axis=1), np.arange(len(texts)))
+
+
 def test_length_buckets_keep_the_input_order(cache_dir: Path, seed_texts: list[str]) -> None:
     model = ModelEmbedder(max_tokens=128, backend="onnx", cache_dir=cache_dir)
     texts = [seed_texts[0][:40], seed_texts[1], "a", seed_texts[2][:300], seed_texts[3]]
@@ -72,16 +86,24 @@ def test_the_choice_is_measured_once_and_cached(
 
     choice = tuning.measure(fake, ["torch", "onnx"], "key")
     assert (choice.bulk, choice.query) == ("onnx", "onnx")
+
+    def torch_faster(name: str, texts: list[str]) -> None:
+        time.sleep({"torch": 1e-4, "onnx": 2e-4}[name] * len(texts))
+
+    # torch wins the bulk; queries stay on ONNX (torch's import would cost every cold start)
+    faster = tuning.measure(torch_faster, ["torch", "onnx"], "key")
+    assert (faster.bulk, faster.query) == ("torch", "onnx")
+    assert faster.query_ms["torch"] < faster.query_ms["onnx"]
     assert choice.texts_per_s["onnx"] > choice.texts_per_s["torch"]
     tuning.save_choice(tmp_path, choice)
     assert tuning.cached_choice(tmp_path, "key") == choice
     assert tuning.cached_choice(tmp_path, "another machine") is None
 
     # A ModelEmbedder with a cached choice measures nothing.
-    key = tuning.machine_key("local:all-MiniLM-L6-v2@128", 128)
+    model = ModelEmbedder(max_tokens=128, cache_dir=tmp_path)
+    key = tuning.machine_key("local:all-MiniLM-L6-v2@128", 128, workers=model.workers)
     tuning.save_choice(tmp_path, tuning.Choice("onnx", "onnx", key))
     monkeypatch.setattr(tuning, "measure", lambda *a: pytest.fail("measured again"))
-    model = ModelEmbedder(max_tokens=128, cache_dir=tmp_path)
     assert (model.choice.bulk, model.family) == ("onnx", "fp32")
 
 
@@ -128,7 +150,9 @@ def test_unknown_local_model_is_a_clear_error() -> None:
 
 
 def test_a_few_texts_do_not_load_the_batch_backend(cache_dir: Path) -> None:
-    model = ModelEmbedder(max_tokens=128, backend="onnx", cache_dir=cache_dir)
+    # one batch at a time on all cores (with a batch per core, the bulk session is the
+    # one-thread session queries use)
+    model = ModelEmbedder(max_tokens=128, backend="onnx", cache_dir=cache_dir, workers=1)
     model.embed(["a question", "an answer's sentence"])
     assert set(model._runners) == {("onnx", 1)}  # the one-thread query session only
     model.embed(["a text"] * 64)

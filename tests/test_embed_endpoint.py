@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from rag import ingest as ingest_module
 from rag.assistant import Assistant
 from rag.config import Settings
 from rag.embed import EmbeddingError, EndpointEmbedder
@@ -19,13 +18,13 @@ from .test_ingest import synthetic_corpus
 def test_failure_mid_ingest_then_resume(
     tmp_path: Path, settings_factory: Callable[..., Settings], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(ingest_module, "BATCH_CHUNKS", 8)  # many small write batches
     corpus = synthetic_corpus(tmp_path / "corpus.txt", 30)
     with OpenAIServer() as server:
         settings = settings_factory(
             embed_base_url=server.base_url,
             embed_model="test-embed",
             embed_batch_size=4,
+            ingest_batch=8,  # many small write batches
             llm_retries=1,
             llm_backoff_s=0.01,
             embed_api_key="sk-embed-PLANTED",

@@ -19,7 +19,7 @@ import pytest
 from rag.assistant import Assistant
 from rag.config import BUNDLED_CORPUS, Settings
 from rag.embed import LocalEmbedder
-from rag.index import TEXT_KEY, Store, StoreError, adopt_layout
+from rag.index import PACKED_KEY, TEXT_KEY, Store, StoreError, adopt_layout, unpacked_metadata
 from rag.ingest import IngestLocked, ingest, ingest_lock
 
 from .conftest import FIXTURES, make_settings
@@ -162,6 +162,7 @@ def _ingest_process(index: Path, corpus: Path) -> subprocess.Popen[str]:
         for k, v in os.environ.items()
         if not k.startswith(("RAG_", "OPENAI_")) or k == "RAG_CACHE_DIR"  # the test's cache
     }
+    env["RAG_INGEST_BATCH"] = "64"  # several writes, so a kill can land between them
     return subprocess.Popen(
         [
             sys.executable,
@@ -196,7 +197,7 @@ def test_killed_ingest_leaves_a_consistent_index_that_a_rerun_completes(
         for line in proc.stderr:  # wait until the first batch is written
             if re.search(r": [1-9]\d*/\d+", line):
                 break
-        time.sleep(rng.uniform(0.0, 0.4))  # a batch of 256 takes ~1-3 s to embed
+        time.sleep(rng.uniform(0.0, 0.4))  # a batch of 64 takes ~0.3-1 s to embed
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
         store = Store(settings, embedder.name)
@@ -263,21 +264,36 @@ def test_an_existing_index_is_opened_the_way_it_was_built(
     assert adopt_layout(fresh) == fresh
 
 
-def test_an_index_that_kept_texts_as_chroma_documents_still_loads(
-    tmp_path: Path, settings_factory: SettingsFactory, embedder: LocalEmbedder
+@pytest.mark.parametrize("layout", ["document", "flat"])
+def test_an_index_written_in_an_earlier_layout_still_loads(
+    layout: str, tmp_path: Path, settings_factory: SettingsFactory, embedder: LocalEmbedder
 ) -> None:
+    """Before 2026-11 the text was the Chroma document; until 2026-12 every field (the
+    text among them) was a metadata key of its own. Both read as the packed layout does."""
     assistant = Assistant(settings_factory(), embedder)
     assistant.ingest([write_list(tmp_path / "list.txt", [A1, A2])])
+    expected = assistant.store.load_catalog()
     collection = assistant.store.collection
-    old = collection.get(include=["metadatas", "embeddings"])
-    texts = [m.pop(TEXT_KEY) for m in old["metadatas"]]
-    collection.delete(ids=old["ids"])
-    collection.add(  # the layout before 2026-11: text as the document, not in metadata
-        ids=old["ids"], embeddings=old["embeddings"], documents=texts, metadatas=old["metadatas"]
-    )
+    stored = collection.get(include=["metadatas", "embeddings"])
+    assert all(set(m) == {"paper_id", PACKED_KEY} for m in stored["metadatas"])
+    texts, fields = zip(*(unpacked_metadata(m) for m in stored["metadatas"]), strict=True)
+    collection.delete(ids=stored["ids"])
+    if layout == "document":
+        collection.add(
+            ids=stored["ids"],
+            embeddings=stored["embeddings"],
+            documents=list(texts),
+            metadatas=list(fields),
+        )
+    else:
+        metadatas = [{**f, TEXT_KEY: t} for f, t in zip(fields, texts, strict=True)]
+        collection.add(ids=stored["ids"], embeddings=stored["embeddings"], metadatas=metadatas)
     catalog = assistant.store.load_catalog()
     assert sorted(sp.paper.abstract for sp in catalog.papers.values()) == sorted([A1, A2])
-    assert any(A1 in text for text in catalog.texts) and any(A2 in t for t in catalog.texts)
+    assert catalog.texts == expected.texts and catalog.ids == expected.ids
+    assert {pid: sp.paper for pid, sp in catalog.papers.items()} == {
+        pid: sp.paper for pid, sp in expected.papers.items()
+    }
 
 
 def test_an_endpoint_built_index_keeps_its_unit(settings_factory: SettingsFactory) -> None:

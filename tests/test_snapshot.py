@@ -97,7 +97,8 @@ def test_unchanged_reingest_takes_the_fast_path_and_reports_what_a_full_run_woul
     assert snapshots.is_clean(stamp)
     meta = assistant.store.collection.metadata or {}
     assert meta["embed_model"] == assistant.store.embed_model and meta["rag_stamp"] == stamp
-    assert assistant.store.collection.configuration_json["hnsw"]["space"] == "cosine"
+    hnsw = assistant.store.collection.configuration_json["hnsw"]
+    assert (hnsw["space"], hnsw["ef_construction"]) == ("cosine", 40)  # kept through stamps
 
     with monkeypatch.context() as patch:  # neither Chroma's catalog nor the files are read
         forbid(patch, Store, "load_catalog")
@@ -347,14 +348,13 @@ def test_an_interrupted_ingest_leaves_a_stamp_no_snapshot_matches(
     embedder: LocalEmbedder,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    settings = settings_factory()
+    settings = settings_factory(ingest_batch=1)  # a write per paper
     assistant = Assistant(settings, embedder)
     stored = assistant.ingest(corpus[:1]).total_chunks
     clean = assistant.store.stamp()
     bigger = write_list(tmp_path / "bigger.txt", [A3, A1 + " Extended.", A2 + " Extended."])
 
     # Set the stamp, write one batch of chunks, die before finishing (as SIGKILL would).
-    monkeypatch.setattr(rag.ingest, "BATCH_CHUNKS", 1)
     real_write = Store.write
     writes: list[int] = []
 
