@@ -347,7 +347,7 @@ def _apply(
     with _Writer(store) as writer, ThreadPoolExecutor(1, thread_name_prefix="rag-model") as model:
         in_flight: tuple[list[tuple[Paper, Chunk]], Future[np.ndarray], int] | None = None
         batch: list[tuple[Paper, Chunk]] = []
-        texts = 0
+        texts = flushed = 0  # texts in this batch; papers in those before it
 
         def hand_on() -> None:
             """The batch in flight, once embedded, to the writer."""
@@ -359,17 +359,17 @@ def _apply(
                     progress(done, total)
 
         def flush() -> None:
-            nonlocal in_flight, batch, texts
+            nonlocal in_flight, batch, texts, flushed
             submitted = (batch, model.submit(_vectors, embedder, batch, per_paper), len(work))
             hand_on()
-            in_flight, batch, texts = submitted, [], 0
+            in_flight, batch, texts, flushed = submitted, [], 0, len(work)
 
         for paper in plan.embed:
             chunks = chunker.split(paper)
             work.append((paper, chunks))
             batch.extend((paper, c) for c in chunks)
             texts += 1 if per_paper else len(chunks)
-            if texts >= batch_texts:
+            if texts >= round_size(flushed, total, batch_texts):
                 flush()
         if batch:
             flush()
@@ -384,6 +384,24 @@ def _apply(
     store.delete(stale)
     summary.chunks_deleted = len(stale)
     return work
+
+
+FIRST_ROUND = 64  # texts in an ingest's first embed+write round
+
+
+def round_size(done: int, total: int, cap: int) -> int:
+    """Texts in the next round, after `done` of `total` papers: the first round small (the
+    model starts while later papers are still being chunked), each then as large as all
+    before it, up to `cap`; near the end half of what is left, so the last write, the one
+    no embedding overlaps, is short. 2,052 papers at cap 512: 64, 64, 128, 256, 512, 512,
+    288, 128, 64, 36."""
+    size = min(cap, max(FIRST_ROUND, done))
+    left = total - done
+    if left < 2 * size:
+        size = max(32, -(-left // 64) * 32)  # half of what is left, rounded up to 32
+        if left - size < 32:  # no round of a few texts after it
+            size = left
+    return max(1, min(cap, size))
 
 
 def _appended(catalog: Catalog, written: list[tuple[Paper, list[Chunk]]]) -> Catalog:
