@@ -72,8 +72,8 @@ class Settings(BaseSettings):
         0,
         ge=0,
         description="Batches the bundled model embeds at once, each on one core (ingest): "
-        "0 = one per usable core (on 2 cores 1.5x the texts/s of one batch on both), "
-        "1 = one batch at a time on RAG_EMBED_THREADS threads.",
+        "0 = one per usable core (on 2 cores 1.5x the texts/s of one batch on both; one "
+        "if RAG_EMBED_THREADS is set), 1 = one batch at a time on RAG_EMBED_THREADS threads.",
     )
     ingest_batch: int = Field(
         512,

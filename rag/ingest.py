@@ -329,11 +329,11 @@ def _apply(
     """Embed and write in batches of whole papers; then metadata updates and deletions.
     Returns the papers written with their chunks, in write order.
 
-    A batch is `batch_texts` texts to embed (RAG_INGEST_BATCH; ~200 KB of text, ~2 s on
-    2 cores): a multiple of the model's batch of 16 times the batches it runs at once, so
-    no core waits for the last. Each upsert costs a share of its own beside its rows
-    (2,052 papers, texts a batch -> ingest_vs_raw: 128 -> 0.79, 256 -> 0.87, 512 -> 0.89,
-    1,024 -> 0.89, medians of 4 runs).
+    A batch is at most `batch_texts` texts to embed (RAG_INGEST_BATCH; 512: ~200 KB of
+    text, ~1.5 s on 2 cores), smaller first and last (`round_size`). Each upsert costs a
+    share of its own beside its rows (2,052 papers, texts a batch -> ingest_vs_raw: 128 ->
+    0.79, 256 -> 0.87, 512 -> 0.89, 1,024 -> 0.89, medians of 4 runs, before the rounds
+    were sized).
 
     With `per_paper`, each paper is embedded once (title + its first chunk, which the model
     cuts at its max tokens) and its chunks share that vector."""
