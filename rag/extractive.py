@@ -111,6 +111,32 @@ def counts(text: str, thing: str) -> bool:
 
 
 _COUNT_LINK = r"(?:of|is|are|was|were|complexity|count|number|size|totals?|about|only|up|to)"
+# A name beside a noun: a capitalised word or one with digits ('Netflix', 'A100', 'MT-Bench').
+_NAME_WORD = r"(?:[A-Z][\w\-.]*|\d+[A-Za-z][\w\-.]*)"
+_NAME_LINK = r"(?:such as|e\.g\.,?|i\.e\.,?|called|named|like|including|namely|from|on)"
+
+
+def names(text: str, thing: str, asked: str) -> bool:
+    """Tell whether a text names a `thing` a 'which ...' question asks for: a name that
+    the question (`asked`) does not hold, at most three words before a mention of it
+    ('the Netflix platform', 'eight A100 GPUs') or right after it, behind a linking word
+    at most ('LLMs (e.g., LLaMA-3.1-8B)', 'an algorithm called Matching for Retention').
+    A text that never mentions it names it nowhere, and is not judged (True): 'which
+    benchmarks ...' of an abstract listing MT-Bench and GSM8K without the word."""
+    noun = rf"\b{re.escape(_stem(thing))}\w*"
+    if not re.search(noun, text, re.I):
+        return True
+    before = rf"\b({_NAME_WORD})(?:[\s\-]+[\w\-]+){{0,2}}?[\s\-]+(?i:{noun})"
+    after = rf"(?i:{noun})[\s,:;(\[]+(?:(?i:{_NAME_LINK})[\s,:]+)?({_NAME_WORD})"
+    known = {w.casefold() for w in re.findall(r"[\w\-.]+", asked)}
+    for sentence in split_sentences(text):
+        for pattern in (before, after):
+            for match in re.finditer(pattern, sentence):
+                if match.group(1).casefold().rstrip(".") in known:
+                    continue
+                if match.start(1) > 0 or pattern is after:  # a sentence's first word: any
+                    return True
+    return False
 
 
 def _stem(word: str) -> str:

@@ -205,6 +205,23 @@ _COUNTED = re.compile(
     r"on|for|of|to|with|by|at|from|per|it|they|the|a|an)\b)[A-Za-z][\w\-]*\s*){1,2})",
     re.I,
 )
+# 'which dating platform did MRet use', 'what GPU does DeMo train on': the thing asked to
+# be named, the head of the noun phrase before a verb (not 'which papers ...').
+_NAMED = re.compile(
+    r"\b(?:which|what)\s+(?:[a-z][\w\-]*\s+){0,2}?([a-z][\w\-]*)\s+"
+    r"(?:do|does|did|is|are|was|were|has|have|had|can|could|will|would)\b",
+    re.I,
+)
+# Kinds of thing known by a proper name, which a 'which ...' answer must then give ('a
+# major online dating platform' does not say which). Other nouns are often answered by a
+# description ('what kernel does BoGrape use?' -> 'shortest-path graph kernels').
+_NAMED_KINDS = frozenset(
+    "platform platforms company companies dataset datasets benchmark benchmarks corpus "
+    "corpora gpu gpus tpu tpus chip chips accelerator accelerators hardware cluster "
+    "university universities institution institutions lab labs organization "
+    "organizations organisation country countries city cities website websites app apps "
+    "library libraries toolkit toolkits simulator simulators robot robots game games".split()
+)
 # Not a thing counted in the abstract's own words: ratios, shares, score points.
 _NOT_COUNTED = frozenset("times fold percent percentage points point more less".split())
 _QUOTED = re.compile(r"[\"“”']([^\"“”']{3,60})[\"“”']")
@@ -294,6 +311,16 @@ class Query:
     def asks_count_of_things(self) -> bool:
         """'how many layers ...': a spelled-out count ('three') answers it."""
         return self.wants == "number" and bool(re.search(r"\bhow many\b", self.english, re.I))
+
+    @property
+    def name_asked(self) -> str:
+        """What a 'which X ...' question of one paper asks to be named: 'which dating
+        platform did MRet use?' -> 'platform', 'what GPU does DeMo train on?' -> 'GPU';
+        '' for papers asked for, a count, or a kind of thing without proper names."""
+        if self.plural or self.wants == "number" or self.intent == "definition":
+            return ""
+        match = _NAMED.search(self.english)
+        return match.group(1) if match and match.group(1).casefold() in _NAMED_KINDS else ""
 
     @property
     def counted(self) -> str:

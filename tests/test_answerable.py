@@ -116,6 +116,49 @@ def test_what_a_count_question_counts() -> None:
     assert read("how many ICLR 2026 papers use CLIP?").counted == ""  # a count of papers
 
 
+DATING = (
+    "We propose MRet. Empirical evaluations on real-world datasets from a major online "
+    "dating platform show that MRet achieves higher user retention."
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "abstract", "refused"),
+    [
+        ("which dating platform did mret use", DATING, "does not name the platform"),
+        ("what dataset did MRet evaluate on?", DATING, "does not name the dataset"),
+        ("which gpu did demo train on", "DeMo sends 85x less data per GPU than AdamW.", "gpu"),
+        # named beside the noun, before or after it (behind a linking word at most)
+        ("which platform did MRet use?", "Data from the Tinder platform show MRet wins.", ""),
+        ("which GPUs did DeMo use?", "We train DeMo on eight A100 GPUs.", ""),
+        ("which datasets does X use?", "We evaluate X on datasets such as ImageNet.", ""),
+        ("which benchmarks does GTO use?", "GTO gains on benchmarks (MT-Bench, GSM8K).", ""),
+        # the noun is not in the abstract: nothing to judge ('MT-Bench' may be one)
+        ("which benchmarks does GTO use?", "GTO gains 7.4% on MT-Bench and GSM8K.", ""),
+        # a kind of thing answered by a description, not a name
+        ("what kernel does BoGrape use?", "BoGrape uses shortest-path graph kernels.", ""),
+        # a name the question holds is no answer
+        ("which DPO dataset does AuxDPO use?", "AuxDPO trains on a DPO dataset.", "dataset"),
+    ],
+)
+def test_a_which_question_needs_a_name_beside_what_it_asks(
+    question: str, abstract: str, refused: str
+) -> None:
+    why = answerable.missing_detail(read(question), _hit(abstract))
+    if refused:
+        assert refused in (why or ""), why
+    else:
+        assert why is None, why
+
+
+def test_what_a_which_question_asks_to_be_named() -> None:
+    assert read("which dating platform did MRet use?").name_asked == "platform"
+    assert read("what GPU does DeMo train on").name_asked == "GPU"
+    assert read("which papers did MRet cite?").name_asked == ""  # papers, not a name
+    assert read("what kernel does BoGrape use?").name_asked == ""  # described, not named
+    assert read("which ICLR 2026 papers use datasets").name_asked == ""
+
+
 def test_with_an_llm_only_no_evidence_at_all_is_refused_before_generation() -> None:
     model = Model(
         {n: 1.0 for n in FEATURES},
