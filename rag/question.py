@@ -319,6 +319,10 @@ class Query:
         '' for papers asked for, a count, or a kind of thing without proper names."""
         if self.plural or self.wants == "number" or self.intent == "definition":
             return ""
+        if self.translation == "dictionary":  # a gloss keeps the words, not their order
+            after = re.search(r"\bwhich\b(.*)", self.english, re.I)
+            words = re.findall(r"[A-Za-z]+", after.group(1)) if after else []
+            return next((w for w in words if w.casefold() in _NAMED_KINDS), "")
         match = _NAMED.search(self.english)
         return match.group(1) if match and match.group(1).casefold() in _NAMED_KINDS else ""
 

@@ -68,6 +68,8 @@ FRAMES_ZH: tuple[tuple[str, str], ...] = (
     ("哪些", "which papers"),
     ("哪篇", "which paper"),
     ("哪个", "which"),
+    ("哪家", "which"),
+    ("哪种", "which"),
     ("什么是", "what is"),
     ("是什么", "what is"),
     ("是啥", "what is"),
