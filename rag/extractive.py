@@ -126,7 +126,8 @@ def names(text: str, thing: str, asked: str) -> bool:
     noun = rf"\b{re.escape(_stem(thing))}\w*"
     if not re.search(noun, text, re.I):
         return True
-    before = rf"\b({_NAME_WORD})(?:[\s\-]+[\w\-]+){{0,2}}?[\s\-]+(?i:{noun})"
+    # (lookaheads, so that a word the check skips cannot hide the name right after it)
+    before = rf"\b(?=({_NAME_WORD})(?:[\s\-]+[\w\-]+){{0,2}}?[\s\-]+(?i:{noun}))"
     after = rf"(?i:{noun})[\s,:;(\[]+(?:(?i:{_NAME_LINK})[\s,:]+)?({_NAME_WORD})"
     known = {w.casefold() for w in re.findall(r"[\w\-.]+", asked)}
     for sentence in split_sentences(text):
@@ -134,7 +135,7 @@ def names(text: str, thing: str, asked: str) -> bool:
             for match in re.finditer(pattern, sentence):
                 if match.group(1).casefold().rstrip(".") in known:
                     continue
-                if match.start(1) > 0 or pattern is after:  # a sentence's first word: any
+                if match.start(1) > 0 or pattern is after:  # (every sentence starts capitalised)
                     return True
     return False
 

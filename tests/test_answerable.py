@@ -130,6 +130,7 @@ DATING = (
         ("which gpu did demo train on", "DeMo sends 85x less data per GPU than AdamW.", "gpu"),
         # named beside the noun, before or after it (behind a linking word at most)
         ("which platform did MRet use?", "Data from the Tinder platform show MRet wins.", ""),
+        ("which platform did MRet use?", "Logs from Tinder platform show MRet wins.", ""),
         ("which GPUs did DeMo use?", "We train DeMo on eight A100 GPUs.", ""),
         ("which datasets does X use?", "We evaluate X on datasets such as ImageNet.", ""),
         ("which benchmarks does GTO use?", "GTO gains on benchmarks (MT-Bench, GSM8K).", ""),
