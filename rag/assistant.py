@@ -407,13 +407,13 @@ class Assistant:
     def related(self, paper_id: str, top_k: int = 10, filters: Filters | None = None) -> Related:
         """The stored papers nearest to `paper_id`, never itself (rag/related.py); an
         unknown id raises `UnknownPaper`, a `RagError`."""
-        catalog, matrix = self.retriever.stored_vectors()
+        catalog, rows, matrix = self.retriever.stored_vectors()
         scope = Scope.of(filters or Filters(), vocabulary_of(catalog))
         if scope.empty:
             stored = catalog.papers.get(paper_id)
             return Related(paper_id, stored.paper.label if stored else paper_id, [])
         keep = scope.match if scope.filters.active else None
-        return related(catalog, matrix, paper_id, top_k, keep, self.store.location)
+        return related(catalog, rows, matrix, paper_id, top_k, keep, self.store.location)
 
     def stats(self) -> dict[str, Any]:
         """Index statistics for the UI and `rag stats`."""

@@ -59,6 +59,7 @@ class Related:
 
 def related(
     catalog: Catalog,
+    rows: dict[str, int],
     matrix: np.ndarray,
     paper_id: str,
     top_k: int = 10,
@@ -68,12 +69,12 @@ def related(
     """The `top_k` stored papers nearest to `paper_id` (those `keep` passes: a scope).
 
     `matrix` holds every stored vector, a row per chunk in catalog order (what the dense
-    search multiplies with): the search is one product with it, exact. A paper's score is
+    search multiplies with; `rows` maps chunk ids to them): the search is one product
+    with it, exact. A paper's score is
     its best chunk's cosine to the paper's mean vector."""
     stored = catalog.papers.get(paper_id)
     if stored is None:
         raise UnknownPaper(_unknown(paper_id, catalog, location))
-    rows = catalog.row_of()
     own = [rows[cid] for cid in stored.chunk_ids if cid in rows]
     if not own or len(matrix) != len(catalog.ids):
         raise UnknownPaper(f"paper {paper_id!r} has no stored vector in {location}")

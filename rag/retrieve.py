@@ -603,11 +603,11 @@ class Retriever:
             rows = [state.rows[c] for c in (stored.chunk_ids if stored else []) if c in state.rows]
             hit.dense_similarity = float(_dot(matrix[rows], vector).max()) if rows else None
 
-    def stored_vectors(self) -> tuple[Catalog, np.ndarray]:
-        """The catalog and every stored vector, a row per chunk in its order (one
-        consistent pair, even if an ingest refreshes meanwhile)."""
+    def stored_vectors(self) -> tuple[Catalog, dict[str, int], np.ndarray]:
+        """The catalog, its chunk id -> row map, and every stored vector, a row per chunk
+        in its order (one consistent view, even if an ingest refreshes meanwhile)."""
         state = self._state()
-        return state.catalog, self._matrix(state)
+        return state.catalog, state.rows, self._matrix(state)
 
     def _matrix(self, state: _Snapshot) -> np.ndarray:
         """Every stored vector, a row per chunk in catalog order: the dense search is one
