@@ -46,6 +46,24 @@ def split_sentences(text: str) -> list[str]:
     return [s for s in sentences if s]
 
 
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """Where `split_sentences` cuts, as (start, end) offsets in `text` itself (the
+    whitespace between two sentences belongs to neither): 'A b. C d.' -> [(0, 4), (5, 9)]."""
+    spans: list[tuple[int, int]] = []
+    start = len(text) - len(text.lstrip())
+    for gap in (*_SPLIT.finditer(text), None):
+        end = len(text.rstrip()) if gap is None else gap.start()
+        if end <= start:
+            continue
+        if spans and _ABBREV.search(text[spans[-1][0] : spans[-1][1]]):
+            spans[-1] = (spans[-1][0], end)
+        else:
+            spans.append((start, end))
+        if gap is not None:
+            start = gap.end()
+    return spans
+
+
 _ACRONYM_PLURAL = re.compile(r"\b([A-Z]{2,})s\b")  # "LLMs" -> "LLM"
 # British -ise spellings: "optimisation" must meet "optimization" after stemming.
 _BRITISH = re.compile(r"\b(\w{3,})is(e|ed|es|ing|ation|ations|er|ers)\b")

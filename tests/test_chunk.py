@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -44,3 +46,34 @@ def test_no_text_is_lost_for_arbitrary_input(words: list[str]) -> None:
     chunks = Chunker(48, 8).split(paper)
     assert stitch([(c.char_start, c.char_end, c.text) for c in chunks]) == text
     assert chunks[0].char_start == 0 and chunks[-1].char_end == len(text)
+
+
+def test_chunks_end_at_sentences_and_repeat_the_last_one_that_fits_the_overlap() -> None:
+    sentences = [f"Sentence {n} says something about topic {n} in a few words." for n in range(12)]
+    text = " ".join(sentences)
+    chunks = Chunker(60, 16).split(Paper(paper_id="p", abstract=text))
+    assert len(chunks) > 2
+    for before, after in itertools.pairwise(chunks):
+        assert before.text.rstrip().endswith(".")  # no sentence is cut while one fits
+        last_sentence = before.text.rstrip().rsplit(". ", 1)[-1]
+        assert after.text.lstrip().startswith(last_sentence)  # ~14 tokens: within 16
+    assert all(c.n_tokens == count_tokens(c.text) <= 60 for c in chunks)
+
+
+def test_no_overlap_when_the_last_sentence_is_longer_than_it() -> None:
+    long = "This sentence is deliberately long so that it exceeds the overlap by far."
+    text = " ".join([long] * 6)
+    chunks = Chunker(40, 8).split(Paper(paper_id="p", abstract=text))
+    assert all(before.char_end == after.char_start for before, after in itertools.pairwise(chunks))
+    assert stitch([(c.char_start, c.char_end, c.text) for c in chunks]) == text
+
+
+def test_a_sentence_longer_than_a_chunk_is_cut_at_commas_then_words_then_inside_a_word() -> None:
+    clauses = ", ".join(f"clause number {n} of a long list" for n in range(30)) + "."
+    word = "x" * 400  # one unbroken 'word' of many tokens
+    text = f"Short opening. {clauses} {word} Done."
+    chunks = Chunker(32, 8).split(Paper(paper_id="p", abstract=text))
+    assert all(c.n_tokens == count_tokens(c.text) <= 32 for c in chunks)
+    assert any(c.text.rstrip().endswith(",") for c in chunks)  # cut after a clause
+    assert sum(word[:50] in c.text for c in chunks) >= 1 and not any(word in c.text for c in chunks)
+    assert stitch([(c.char_start, c.char_end, c.text) for c in chunks]) == text

@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rag.text import mentions, near_word, one_edit_apart, plain, spelled_out
+from rag.text import (
+    mentions,
+    near_word,
+    one_edit_apart,
+    plain,
+    sentence_spans,
+    spelled_out,
+    split_sentences,
+)
 
 
 @pytest.mark.parametrize(
@@ -71,3 +81,20 @@ def test_only_a_word_english_lacks_may_be_a_typo() -> None:
     assert near_word("unlearing", frozenset({"unlearning", "machine"})) == "unlearning"
     assert near_word("splatting", frozenset({"splitting"})) is None  # a real word
     assert near_word("llms", frozenset({"llm"})) is None  # too short to tell
+
+
+@given(
+    st.lists(
+        st.sampled_from(["We do X.", "It works, e.g. on Y.", "Done!", "See [2] Next", "a"]),
+        max_size=8,
+    ),
+    st.sampled_from([" ", "  ", "\n"]),
+)
+def test_sentence_spans_cut_where_split_sentences_does(parts: list[str], gap: str) -> None:
+    text = f" {gap.join(parts)} "
+    spans = sentence_spans(text)
+    assert [" ".join(text[s:e].split()) for s, e in spans] == split_sentences(
+        " ".join(text.split())
+    )
+    assert all(text[s:e] == text[s:e].strip() for s, e in spans)
+    assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans))
