@@ -204,6 +204,7 @@ class ModelEmbedder:
         self._choice: Choice | None = None
         self._runners: dict[tuple[str, int], Runner] = {}
         self._tokenizer: Any = None
+        self._workers: ThreadPoolExecutor | None = None
         self._lock = threading.RLock()
 
     @property
@@ -318,13 +319,22 @@ class ModelEmbedder:
 
         starts = range(0, len(texts), self.batch_size)
         if workers > 1 and len(starts) > 1:
-            with ThreadPoolExecutor(workers, thread_name_prefix="rag-embed") as pool:
-                for done in pool.map(run, starts):  # (re-raises the first error)
-                    del done
+            # One pool for every call: batches of calls made at once (an ingest hands
+            # the next round over while this one runs) queue behind each other, so no
+            # core waits for the slowest batch of a call or for the next call's tokens.
+            for future in [self._pool(workers).submit(run, start) for start in starts]:
+                future.result()  # (re-raises the batch's error)
         else:
             for start in starts:
                 run(start)
         return out
+
+    def _pool(self, workers: int) -> ThreadPoolExecutor:
+        """The threads bulk batches run on (made once: `workers` of them)."""
+        with self._lock:
+            if self._workers is None:
+                self._workers = ThreadPoolExecutor(workers, thread_name_prefix="rag-embed")
+            return self._workers
 
     @property
     def dimensions(self) -> int:

@@ -4,8 +4,10 @@ among them is measured once and cached, and an index never mixes vector families
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -65,6 +67,30 @@ def test_batches_run_at_once_give_the_same_rows(
     alone, together = one.embed(texts), three.embed(texts)
     assert ((alone * together).sum(axis=1)).min() >= 0.9999
     assert np.array_equal(np.argmax(alone @ alone.T, axis=1), np.arange(len(texts)))
+
+
+def test_calls_made_at_once_share_the_threads_and_keep_their_own_rows(
+    cache_dir: Path, seed_texts: list[str]
+) -> None:
+    """An ingest hands the next round over while one runs: both calls' batches run on
+    the embedder's `workers` threads, and each call gets its own rows back."""
+    model = ModelEmbedder(max_tokens=128, backend="onnx", cache_dir=cache_dir, workers=2)
+    first, second = seed_texts[:48], seed_texts[48:96]
+    alone = [model.embed(first), model.embed(second)]
+    runner = model._runner("onnx", 1)
+    ran_on: set[int] = set()
+    run = runner.run
+
+    def counted(ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        ran_on.add(threading.get_ident())
+        return run(ids, mask)
+
+    runner.run = counted  # type: ignore[method-assign]
+    with ThreadPoolExecutor(2) as callers:
+        together = list(callers.map(model.embed, [first, second]))
+    for a, b in zip(alone, together, strict=True):
+        assert ((a * b).sum(axis=1)).min() >= 0.9999
+    assert len(ran_on) == 2  # the embedder's two threads, made once, not per call
 
 
 def test_length_buckets_keep_the_input_order(cache_dir: Path, seed_texts: list[str]) -> None:
