@@ -7,12 +7,13 @@ Each chunk keeps its character offsets in the abstract, so evidence is shown in 
 abstract's own words and whole abstracts can be stitched back from their chunks.
 
 An abstract longer than a chunk is cut into pieces (sentences, as the answerers split
-them, rag/text.py; a sentence too long for a chunk at its commas and semicolons, then
-between words, then inside a word), and the pieces are packed greedily into chunks of
-at most `chunk_tokens`; each chunk after the first repeats the whole pieces at the end of
-the one before it that fit in `overlap` tokens. This is the rule llama-index's
-SentenceSplitter follows, without its Punkt tokenizer (pure Python: 0.23 s of the 0.36 s
-that chunking 2,052 abstracts took, CPU the ingest takes from the model; now 0.20 s).
+them, rag/text.py; a sentence too long for a chunk at its commas and semicolons, and CJK
+stops and commas, then between words, then inside a word), and the pieces are packed
+greedily into chunks of at most `chunk_tokens`; each chunk after the first repeats the
+whole pieces at the end of the one before it that fit in `overlap` tokens. This is the
+rule llama-index's SentenceSplitter follows, without its Punkt tokenizer (pure Python:
+0.23 s of the 0.36 s that chunking 2,052 abstracts took, CPU the ingest takes from the
+model; now 0.20 s).
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ from rag.text import sentence_spans
 from rag.types import Chunk, Paper, chunk_id
 
 Span = tuple[int, int]  # (char_start, char_end) in the abstract
-_CLAUSE = re.compile(r"[^,;:]+(?:[,;:]+|$)")  # "a, b; c" -> "a,", " b;", " c"
+# "a, b; c" -> "a,", " b;", " c"; CJK text (no spaces between its sentences) at its own
+# stops and commas too: "方法。实验，结果" -> "方法。", "实验，", "结果".
+_CLAUSE = re.compile(r"[^,;:。！？，；：、]+(?:[,;:。！？，；：、]+|$)")
 _WORD = re.compile(r"\S+")
 
 

@@ -77,3 +77,12 @@ def test_a_sentence_longer_than_a_chunk_is_cut_at_commas_then_words_then_inside_
     assert any(c.text.rstrip().endswith(",") for c in chunks)  # cut after a clause
     assert sum(word[:50] in c.text for c in chunks) >= 1 and not any(word in c.text for c in chunks)
     assert stitch([(c.char_start, c.char_end, c.text) for c in chunks]) == text
+
+
+def test_cjk_text_is_cut_at_its_own_stops_and_commas() -> None:
+    text = "我们提出了一种新的方法，用于提高大型语言模型的推理速度。" * 30
+    chunks = Chunker(200, 32).split(Paper(paper_id="p", abstract=text))
+    assert len(chunks) > 1
+    assert all(c.text[-1] in "。，" for c in chunks)  # not in the middle of a clause
+    assert all(c.n_tokens == count_tokens(c.text) <= 200 for c in chunks)
+    assert stitch([(c.char_start, c.char_end, c.text) for c in chunks]) == text
