@@ -63,7 +63,7 @@ class Chunker:
             return [
                 Chunk(chunk_id(paper.paper_id, 0), paper.paper_id, 0, 1, text, 0, len(text), tokens)
             ]
-        spans = self._pack(text, self._pieces(text))
+        spans = self._pack(text, self._pieces(text) or [(0, len(text), tokens)])
         return [
             Chunk(
                 chunk_id=chunk_id(paper.paper_id, i),
