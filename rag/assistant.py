@@ -29,7 +29,14 @@ from rag.index import Store, adopt_layout, recorded_family
 from rag.ingest import Progress, ingest
 from rag.llm import Chat, ChatClient, LLMError, OnReset, OnToken
 from rag.papers import FieldMap
-from rag.question import Query, distinctive_terms, keywords_of, read, with_acronyms
+from rag.question import (
+    Query,
+    distinctive_terms,
+    keywords_of,
+    named_by_best_hit,
+    read,
+    with_acronyms,
+)
 from rag.related import Related, related
 from rag.retrieve import Retriever, Scope, vocabulary_of
 from rag.titles import TitleJob, TitleProgress, generate_title
@@ -261,6 +268,9 @@ class Assistant:
             # wall time: the dense and BM25 searches overlap, so their parts do not add up
             timings["retrieve"] = round((time.perf_counter() - t0) * 1000, 2)
             t0 = time.perf_counter()
+            if hits:
+                texts = [f"{h.paper.label} {h.paper.abstract}" for h in hits]
+                read_q = named_by_best_hit(read_q, texts[0], texts[1:])
             answer = self.answerer.answer(read_q, hits, mode, on_token, on_reset)
         timings["answer"] = round((time.perf_counter() - t0) * 1000, 2)
         answer.timings_ms = {

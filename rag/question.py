@@ -509,6 +509,36 @@ def with_acronyms(query: Query, spellings: Mapping[str, str]) -> Query:
     return replace(query, terms=(*query.terms, *found)) if found else query
 
 
+# A word written as a name: a capital after its first letter ('DeMo', 'GTO', 'LoRA').
+_NAME_TOKEN = re.compile(r"\b[A-Za-z][a-z0-9]*[A-Z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*\b")
+
+
+def named_by_best_hit(query: Query, best: str, others: Iterable[str] = ()) -> Query:
+    """A word typed in lower case that the best hit writes as a name, and none of the
+    `others` (the rest of the hits) does, is read as that name: 'demo optimizer' over a
+    best hit that writes 'DeMo' -> terms ('DeMo',), as if typed 'DeMo optimizer'. Common
+    words ('demo', 'clip') are only read so here, where the retrieval has already put
+    the one paper naming them first (`with_acronyms` keeps to words rare in English, as
+    it decides before any search); a name several hits write ('GPU', 'RLHF') names no
+    paper in particular and stays a word."""
+    names: dict[str, str] = {}
+    for token in _NAME_TOKEN.findall(best):
+        names.setdefault(token.casefold(), token)
+    have = {t.casefold() for t in query.terms}
+    typed = [
+        names[word]
+        for word in dict.fromkeys(_LOWER_WORD.findall(query.text))
+        if word in names and word not in have and word not in STOP
+    ]
+    rest = list(others)
+    found = [
+        name
+        for name in typed
+        if not any(re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text) for text in rest)
+    ]
+    return replace(query, terms=(*query.terms, *found)) if found else query
+
+
 def refers_back(question: str) -> bool:
     """Tell whether a question leans on an earlier turn: 'how does it work?', 'the second
     one?', 'what about vision?'. Length alone never decides: 'dct llm compression' is new."""

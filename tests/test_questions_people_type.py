@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from rag.assistant import Assistant
 from rag.cli import main
-from rag.question import read, with_acronyms
+from rag.question import named_by_best_hit, read, with_acronyms
 from rag.text import mentions, split_sentences
 from rag.types import Filters
 
@@ -108,6 +108,26 @@ def test_with_acronyms_promotes_only_rare_words_the_abstracts_define() -> None:
     assert with_acronyms(read("a demo of speculative decoding"), spellings).terms == ()
     assert with_acronyms(read("grpo variants"), spellings).terms == ()  # not defined here
     assert with_acronyms(read("DPO and dpo"), spellings).terms == ("DPO",)  # once
+
+
+def test_a_common_word_the_best_hit_writes_as_a_name_is_read_as_that_name() -> None:
+    text = "We propose DeMo, which needs no all-reduce; GTO and LoRA are baselines."
+    assert named_by_best_hit(read("demo optimizer"), text).terms == ("DeMo",)
+    assert named_by_best_hit(read("is gto faster than demo"), text).terms == ("GTO", "DeMo")
+    assert named_by_best_hit(read("DeMo and demo"), text).terms == ("DeMo",)  # once
+    assert named_by_best_hit(read("we propose a baseline"), text).terms == ()  # no name
+    others = ["LoRA adapters for GTO-style drafts", "a DeMo-like method"]
+    assert named_by_best_hit(read("lora or demo"), text, others).terms == ("DeMo",)
+
+
+def test_demo_typed_in_lower_case_is_answered_from_the_paper_naming_demo(
+    seeded: Assistant,
+) -> None:
+    typed = seeded.ask("demo optimizer")
+    named = seeded.ask("DeMo optimizer")
+    cited = {typed.sources[n - 1].paper_id for n in typed.citations}
+    assert cited == {named.sources[n - 1].paper_id for n in named.citations}
+    assert all("DeMo" in typed.sources[n - 1].text for n in typed.citations)
 
 
 def test_the_second_one_means_the_answers_second_paper(seeded: Assistant) -> None:
