@@ -519,8 +519,9 @@ def named_by_best_hit(query: Query, best: str, others: Iterable[str] = ()) -> Qu
     best hit that writes 'DeMo' -> terms ('DeMo',), as if typed 'DeMo optimizer'. Common
     words ('demo', 'clip') are only read so here, where the retrieval has already put
     the one paper naming them first (`with_acronyms` keeps to words rare in English, as
-    it decides before any search); a name several hits write ('GPU', 'RLHF') names no
-    paper in particular and stays a word."""
+    it decides before any search); a name other hits write too ('GPU', 'RLHF') names no
+    paper in particular and stays a word. Written means with its capitals: a
+    'Demo-Driven' benchmark does not write 'DeMo'."""
     names: dict[str, str] = {}
     for token in _NAME_TOKEN.findall(best):
         names.setdefault(token.casefold(), token)
@@ -531,12 +532,14 @@ def named_by_best_hit(query: Query, best: str, others: Iterable[str] = ()) -> Qu
         if word in names and word not in have and word not in STOP
     ]
     rest = list(others)
-    found = [
-        name
-        for name in typed
-        if not any(re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text) for text in rest)
-    ]
+    found = [name for name in typed if not any(_writes(text, name) for text in rest)]
     return replace(query, terms=(*query.terms, *found)) if found else query
+
+
+def _writes(text: str, name: str) -> bool:
+    """Tell whether a text writes a name as it is spelled, a whole word: 'DeMo' in 'DeMo
+    (i) decouples', not in 'demo' or 'Demo-Driven' or 'DeMo-like'."""
+    return re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text) is not None
 
 
 def refers_back(question: str) -> bool:

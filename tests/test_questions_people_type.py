@@ -116,8 +116,11 @@ def test_a_common_word_the_best_hit_writes_as_a_name_is_read_as_that_name() -> N
     assert named_by_best_hit(read("is gto faster than demo"), text).terms == ("GTO", "DeMo")
     assert named_by_best_hit(read("DeMo and demo"), text).terms == ("DeMo",)  # once
     assert named_by_best_hit(read("we propose a baseline"), text).terms == ()  # no name
-    others = ["LoRA adapters for GTO-style drafts", "a DeMo-like method"]
+    others = ["LoRA adapters for drafts", "a method for robot manipulation"]
     assert named_by_best_hit(read("lora or demo"), text, others).terms == ("DeMo",)
+    others = ["a Demo-Driven benchmark", "GTO and DeMo compared"]
+    assert named_by_best_hit(read("demo optimizer"), text, others[:1]).terms == ("DeMo",)
+    assert named_by_best_hit(read("demo optimizer"), text, others).terms == ()
 
 
 def test_demo_typed_in_lower_case_is_answered_from_the_paper_naming_demo(
