@@ -16,7 +16,10 @@ The evidence about the best paper (what `features` measures, each in about 0..1)
     method name the question names, found in the abstract, is strong evidence;
   - `bm25`: the best paper's BM25 score over the sum of the question's term IDFs
     (how much of the query's lexical weight it matched);
-  - `margin`: how far the best paper's fused score is ahead of the second's.
+  - `margin`: how far the best paper's fused score is ahead of the second's;
+  - `unheld`: `rarest_missing` over the first HELD_BY hits together, the question's
+    hyphenated words in parts: 'papers on diffusion language models' among abstracts
+    none of which says 'diffusion' (1 for a word no stored abstract holds).
 A logistic model over them gives `confidence`; below its threshold the answer abstains.
 Its weights and threshold are fitted on labelled questions by `rag eval calibrate` and
 read from `rag/data/answerability.json` (or RAG_ANSWERABILITY_FILE); nothing is hand-set.
@@ -53,7 +56,9 @@ FEATURES = (
     "terms_missing",
     "bm25",
     "margin",
+    "unheld",
 )
+HELD_BY = 5  # hits whose union `unheld` is measured over
 DEFAULT_MODEL = Path(__file__).parent / "data" / "answerability.json"
 
 Coverage = Callable[[str, str], float]  # (question, text) -> 0..1
@@ -164,6 +169,10 @@ def gather(
         "terms_missing": (len(terms) - found) / len(terms) if terms else 0.0,
         "bm25": min(1.0, (best.bm25_score or 0.0) / ceiling) if ceiling > 0 else 0.0,
         "margin": max(0.0, best.score - second) / (best.score or 1.0),
+        "unheld": rarest_missing(
+            query.text.replace("-", " "),
+            " ".join(f"{h.paper.label} {h.paper.abstract}" for h in hits[:HELD_BY]),
+        ),
     }
     return Evidence(features, missing_detail(query, best))
 

@@ -175,3 +175,23 @@ def test_with_an_llm_only_no_evidence_at_all_is_refused_before_generation() -> N
     assert not decide(nothing, model, llm=True).answer
     detail = Evidence(_row(0.9), "the records hold no author or affiliation information")
     assert not decide(detail, model, llm=True).answer
+
+
+def test_unheld_is_the_rarest_missing_word_over_the_first_five_hits_together() -> None:
+    def rarest_missing(question: str, text: str) -> float:
+        words = [w for w in question.lower().split() if w not in text.lower()]
+        return 1.0 if "diffusion" in words else 0.5 if words else 0.0
+
+    hits = [_hit(f"Paper {n} on language models and sampling.") for n in range(7)]
+    query = read("papers on diffusion-based language models")
+
+    def unheld(found_in: int) -> float:
+        mine = list(hits)
+        mine[found_in] = _hit("A diffusion sampler.")
+        evidence = answerable.gather(
+            query, mine, 0.5, lambda q, t: 0.5, lambda q: 1.0, rarest_missing
+        )
+        return evidence.features["unheld"]
+
+    assert unheld(found_in=4) < 1.0  # the fifth hit holds 'diffusion' ('diffusion-based' split)
+    assert unheld(found_in=5) == 1.0  # only the sixth does: not among the first five
