@@ -144,6 +144,7 @@ class Answerer:
         """What speaks for an answer (see rag/answerable.py): in the best hit, or for a
         question after several papers, in the most convincing of the first three."""
         vector = self.embedder.embed_query(query.text)
+        held = answerable.unheld(query, hits, self.rarest_missing)
         found = []
         for at in range(min(len(hits), PLURAL_EVIDENCE if query.plural else 1)):
             paper = hits[at].paper
@@ -160,6 +161,7 @@ class Answerer:
                     self.rarest_missing,
                     at,
                     together,
+                    held,
                 )
             )
         return max(found, key=lambda e: self.model.confidence(e.features))

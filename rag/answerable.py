@@ -148,9 +148,11 @@ def gather(
     rarest_missing: Coverage,
     at: int = 0,
     sentence_coverage: float = 0.0,
+    held: float | None = None,
 ) -> Evidence:
     """Measure the evidence in hit `at` (`sentence_similarity`: its best sentence); the
-    margin is how far it leads the next hit (0 for any but the first)."""
+    margin is how far it leads the next hit (0 for any but the first). `held`: `unheld`
+    of these hits when the caller has it (the same for every `at`)."""
     best = hits[at]
     text = f"{best.paper.label} {best.paper.abstract}"
     terms = query.terms
@@ -169,12 +171,16 @@ def gather(
         "terms_missing": (len(terms) - found) / len(terms) if terms else 0.0,
         "bm25": min(1.0, (best.bm25_score or 0.0) / ceiling) if ceiling > 0 else 0.0,
         "margin": max(0.0, best.score - second) / (best.score or 1.0),
-        "unheld": rarest_missing(
-            query.text.replace("-", " "),
-            " ".join(f"{h.paper.label} {h.paper.abstract}" for h in hits[:HELD_BY]),
-        ),
+        "unheld": unheld(query, hits, rarest_missing) if held is None else held,
     }
     return Evidence(features, missing_detail(query, best))
+
+
+def unheld(query: Query, hits: Sequence[Hit], rarest_missing: Coverage) -> float:
+    """The `unheld` feature: the rarest question word (hyphenated words in parts) that
+    none of the first HELD_BY hits holds."""
+    together = " ".join(f"{h.paper.label} {h.paper.abstract}" for h in hits[:HELD_BY])
+    return rarest_missing(query.text.replace("-", " "), together)
 
 
 def missing_detail(query: Query, hit: Hit) -> str | None:
