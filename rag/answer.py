@@ -15,12 +15,13 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from rag import answerable, extractive, language, prompts
 from rag.chunk import count_tokens
-from rag.citations import check
+from rag.citations import CheckedAnswer, Verdict, check, cited_numbers, judge
 from rag.config import Settings
 from rag.embed import Embedder
 from rag.llm import Chat, LLMError, OnReset, OnToken
@@ -109,7 +110,9 @@ class Answerer:
             why = "the index holds no matching paper"
             return abstention(query.question, sources, self.mode_of(mode), why)
         evidence = self.evidence(query, hits)
-        decision = answerable.decide(evidence, self.model, llm=use_llm)
+        # One decision for both paths: the model never answers what the offline stage
+        # refused (its answer is judged against the offline one, see `_llm`).
+        decision = answerable.decide(evidence, self.model)
         if not decision.answer:
             answer = abstention(query.question, sources, self.mode_of(mode), decision.why)
         elif use_llm:
@@ -209,31 +212,51 @@ class Answerer:
         on_token: OnToken | None,
         on_reset: OnReset | None = None,
     ) -> Answer:
+        """The model's answer where it holds up against the sources, else the offline
+        answer with a notice and the model's draft beside it (`Answer.draft`)."""
         assert self.client is not None
         question = query.question
+        offline = self.extractive(query, hits)
         sources = make_sources(hits)
-        messages, shown, notices = self.build_messages(question, sources, query.language)
+        draft = "" if offline.abstained else offline.answer
+        messages, shown, notices = self.build_messages(question, sources, query.language, draft)
         t0 = time.perf_counter()
         try:
             reply = self.client.complete(messages, on_token=on_token, on_reset=on_reset)
             if not reply.text.strip():
                 raise LLMError("endpoint returned an empty answer")
         except LLMError as exc:
-            fallback = self.extractive(query, hits)
-            fallback.notices = [
+            offline.notices = [
                 *notices,
                 Notice(
                     "llm_failed",
                     f"LLM endpoint failed: {exc}; showing the offline extractive answer instead",
                 ),
             ]
-            return fallback
+            return offline
         llm_ms = round((time.perf_counter() - t0) * 1000, 1)
+        texts = {s.n: f"{s.title}\n{s.text}" for s in shown}
         if prompts.ABSTAIN_PHRASE in reply.text.casefold():
-            answer = abstention(question, shown, "llm")
-            answer.notices = notices
-            return answer
-        checked = check(reply.text, {s.n: s.text for s in shown})
+            if offline.abstained:  # the model and the offline answerer agree
+                answer = abstention(question, shown, "llm")
+                answer.notices = notices
+                answer.generation = {"path": "free", "kept": True, "reasons": []}
+                return answer
+            checked = CheckedAnswer(reply.text.strip(), [])
+            verdict = Verdict(False, ["it says the abstracts do not answer, but they do"], 1.0)
+        else:
+            checked = check(reply.text, texts)
+            verdict = judge(
+                checked,
+                texts,
+                self.settings.llm_max_unsupported,
+                anchors=[] if offline.abstained else offline.citations,
+                wants_figure=query.intent == "figure" or query.wants == "number",
+            )
+        generation = {"path": "free", "kept": verdict.kept, "reasons": verdict.reasons}
+        generation["unsupported_share"] = verdict.unsupported_share
+        if not verdict.kept:
+            return self._rejected(offline, checked, verdict, notices, generation, llm_ms)
         if checked.invalid:
             removed = ", ".join(f"[{n}]" for n in checked.invalid)
             notices.append(
@@ -263,15 +286,44 @@ class Answerer:
         )
         answer.flagged = checked.unsupported
         answer.timings_ms["llm"] = llm_ms
-        if not checked.citations:
-            answer.notices.append(Notice("no_citation", "the model cited no source"))
+        answer.generation = generation
         return answer
 
+    @staticmethod
+    def _rejected(
+        offline: Answer,
+        checked: CheckedAnswer,
+        verdict: Verdict,
+        notices: list[Notice],
+        generation: dict[str, Any],
+        llm_ms: float,
+    ) -> Answer:
+        """The offline answer in place of a model answer that did not hold up; says so."""
+        shown = "the quoted answer" if not offline.abstained else "that it is not found"
+        offline.notices = [
+            *notices,
+            Notice(
+                "llm_rejected",
+                f"the model's answer did not hold up against the sources "
+                f"({'; '.join(verdict.reasons)}); showing {shown} instead. The model's "
+                "draft is kept beside it",
+            ),
+            *offline.notices,
+        ]
+        offline.draft = checked.text
+        offline.generation = generation
+        offline.timings_ms["llm"] = llm_ms
+        return offline
+
     def build_messages(
-        self, question: str, sources: list[Source], language_code: str = "en"
+        self, question: str, sources: list[Source], language_code: str = "en", draft: str = ""
     ) -> tuple[list[dict[str, str]], list[Source], list[Notice]]:
         """Fit as many sources as the context window allows, counted with tiktoken; a
-        question in another language is answered in it (`language_code`, ISO 639-1)."""
+        question in another language is answered in it (`language_code`, ISO 639-1);
+        `draft`, the offline answer, is offered to improve on where the space the
+        sources leave holds it (sources first: a small window gets the evidence, not a
+        copy of it) and every source it cites is shown."""
+        offered = prompts.DRAFT.format(draft=_defuse(draft)) if draft else ""
         instruction = (
             prompts.ANSWER_LANGUAGE.format(language=language.name(language_code))
             if language_code != "en"
@@ -280,7 +332,7 @@ class Answerer:
         s = self.settings
         budget = s.context_window - s.max_answer_tokens - 64  # 64: chat-format overhead
         budget -= count_tokens(prompts.SYSTEM) + count_tokens(
-            prompts.USER.format(sources="", question=question) + instruction
+            prompts.USER.format(sources="", draft="", question=question) + instruction
         )
         shown: list[Source] = []
         blocks: list[str] = []
@@ -295,6 +347,9 @@ class Answerer:
             budget -= cost
             shown.append(source)
             blocks.append(block)
+        numbers = {source.n for source in shown}
+        if offered and (count_tokens(offered) > budget or not set(cited_numbers(draft)) <= numbers):
+            offered = ""
         notices = []
         if len(shown) < len(sources):
             notices.append(
@@ -304,7 +359,10 @@ class Answerer:
                     f"{s.context_window}-token context window",
                 )
             )
-        user = prompts.USER.format(sources="\n\n".join(blocks), question=question) + instruction
+        user = (
+            prompts.USER.format(sources="\n\n".join(blocks), draft=offered, question=question)
+            + instruction
+        )
         messages = [
             {"role": "system", "content": prompts.SYSTEM},
             {"role": "user", "content": user},
@@ -318,11 +376,12 @@ def _source_block(source: Source) -> str:
     return prompts.SOURCE.format(n=source.n, label=label, text=_defuse(source.text))
 
 
-_SOURCE_TAG = re.compile(r"<(\s*/?\s*source\b)", re.I)
+_SOURCE_TAG = re.compile(r"<(\s*/?\s*(?:source|draft)\b)", re.I)
 
 
 def _defuse(text: str) -> str:
-    """'</SOURCE >' -> '&lt;/SOURCE >' (abstracts are data, never delimiters)."""
+    """'</SOURCE >' -> '&lt;/SOURCE >', '</draft>' likewise (abstracts are data, never
+    delimiters)."""
     return _SOURCE_TAG.sub(r"&lt;\1", text)
 
 

@@ -1,20 +1,39 @@
-"""Check an answer's citations against its sources, after generation.
+"""Check an answer's citations against its sources, after generation, and judge it.
 
 - `[n]` markers that match no source are removed and reported.
-- Sentences with no citation, or whose cited sources share too few of the sentence's
-  content words (< 25%: e.g. 1 of 6), are flagged as unsupported.
+- Sentences with no citation, whose cited sources share too few of the sentence's
+  content words (< 25%: e.g. 1 of 6), or that state a figure (a number of two or more
+  digits: "7.4%", "2023") or a name ("Berkeley", "GPT-4") that none of their cited
+  sources states, are flagged as unsupported.
+- `judge` decides whether a model's checked answer holds: it must cite a source, keep
+  its unsupported claims to a share, cite a paper the offline answer rests on, and give
+  a figure when a figure was asked for. An answer that fails is not shown as the answer.
 Grouped forms are understood: [1, 3], [1-2], [1][2].
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from rag.text import content_words, split_sentences
 
 CITATION = re.compile(r"\[(\d+(?:\s*[-–,]\s*\d+)*)\]")
 MIN_SUPPORT = 0.25
+# A figure a claim states: two or more digits, decimals and separators ("7.4", "2,048",
+# "2023"); one digit is left alone ("2 components" for "two components").
+_FIGURE = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?(?![\w])")
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")  # any number, for "a figure was given"
+# A name a claim states: a capitalised or mixed-case word that does not open its
+# sentence ("Berkeley", "GPT-4", "LLaMA"); words of every sentence ("The", "We") aside.
+_NAME = re.compile(r"(?<=[\s(\"'])([A-Z][\w\-]*[A-Za-z0-9])")
+_COMMON = frozenset(
+    "The This These That Those Our We It Its In On For With By As At To From And Or But "
+    "However Moreover Furthermore Additionally Overall Finally First Second Third Also "
+    "Both Each Such When While Although Unlike Compared Specifically Paper Source Sources "
+    "Table Figure Section Answer Question Yes No".split()
+)
 
 
 @dataclass
@@ -81,8 +100,67 @@ def _supported(sentence: str, sources: dict[int, str]) -> bool:
     numbers = [n for m in CITATION.finditer(sentence) for n in parse_group(m.group(1))]
     if not numbers:
         return False
-    words = content_words(CITATION.sub("", sentence))
+    claim = CITATION.sub("", sentence)
+    cited = " ".join(sources[n] for n in numbers if n in sources)
+    if unstated(claim, cited):
+        return False
+    words = content_words(claim)
     if not words:
         return True
     evidence = frozenset().union(*(content_words(sources[n]) for n in numbers if n in sources))
     return len(words & evidence) / len(words) >= MIN_SUPPORT
+
+
+def unstated(claim: str, evidence: str) -> list[str]:
+    """The figures and names of `claim` that `evidence` never states: 'a team at
+    Berkeley found 12.5%' against an abstract with neither -> ['12.5', 'Berkeley']."""
+    have_figures = {f.replace(",", "") for f in _FIGURE.findall(evidence)}
+    folded = evidence.casefold()
+    missing = [f for f in _FIGURE.findall(claim) if f.replace(",", "") not in have_figures]
+    missing += [
+        name
+        for name in dict.fromkeys(_NAME.findall(" " + claim))
+        if name not in _COMMON and name.casefold() not in folded
+    ]
+    return missing
+
+
+@dataclass
+class Verdict:
+    """Whether a model's checked answer holds up against its sources, and why not."""
+
+    kept: bool
+    reasons: list[str] = field(default_factory=list)
+    unsupported_share: float = 0.0
+
+
+def judge(
+    checked: CheckedAnswer,
+    sources: dict[int, str],
+    max_unsupported: float,
+    anchors: Collection[int] = (),
+    wants_figure: bool = False,
+) -> Verdict:
+    """Keep the model's answer only where it holds: it cites a source; at most
+    `max_unsupported` of its claims are unsupported; when the offline answer cites
+    `anchors` (the papers the question stage found answering), it cites one of them; a
+    question that asks for a figure gets one its cited sources state."""
+    claims = _claims(checked.text)
+    share = len(checked.unsupported) / len(claims) if claims else 1.0
+    reasons = []
+    if not checked.citations:
+        reasons.append("it cites no source")
+    elif anchors and not set(checked.citations) & set(anchors):
+        shown = ", ".join(f"[{n}]" for n in sorted(anchors))
+        reasons.append(f"it cites none of the sources that answer the question ({shown})")
+    if not claims:
+        reasons.append("it makes no claim")
+    elif share > max_unsupported:
+        reasons.append(f"{len(checked.unsupported)} of {len(claims)} claims lack support")
+    if wants_figure and checked.citations:
+        cited = " ".join(sources[n] for n in checked.citations if n in sources)
+        stated = set(_NUMBER.findall(cited.replace(",", "")))
+        given = set(_NUMBER.findall(CITATION.sub("", checked.text).replace(",", "")))
+        if not given & stated:
+            reasons.append("it gives none of the figures its sources state")
+    return Verdict(not reasons, reasons, round(share, 3))

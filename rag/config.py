@@ -149,6 +149,13 @@ class Settings(BaseSettings):
     context_window: int = Field(8192, ge=1024, description="Model context in tokens.")
     max_answer_tokens: int = Field(512, ge=32, description="Tokens reserved for the answer.")
     temperature: float = Field(0.1, ge=0, le=2, description="Sampling temperature.")
+    llm_max_unsupported: float = Field(
+        0.34,
+        ge=0,
+        le=1,
+        description="Share of a model answer's claims that may lack support in the sources "
+        "they cite; above it (or with no valid citation) the offline answer is shown instead.",
+    )
     llm_deadline_s: float = Field(
         60.0, gt=0, description="Whole-attempt deadline for the endpoint, retries included."
     )

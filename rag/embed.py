@@ -285,7 +285,9 @@ class ModelEmbedder:
         """Embed documents on the bulk backend (few texts: on the query backend)."""
         bulk = self.choice.bulk
         if len(texts) < SMALL_CALL and (bulk, self._bulk_threads()) not in self._runners:
-            return self._embed(self._query_runner(), texts)  # not worth loading the bulk one
+            # Not worth loading the bulk one; its batches (an answer's sentences) still
+            # run a batch per core on the query backend's one-thread session.
+            return self._embed(self._query_runner(), texts, self.workers)
         return self._embed(self._runner(bulk, self._bulk_threads()), texts, self.workers)
 
     def warm_up(self, bulk: bool = True) -> None:

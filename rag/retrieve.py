@@ -387,6 +387,8 @@ class Retriever:
         searches = searches or self.settings.retriever
         state = self._state()  # one consistent snapshot, even if an ingest refreshes meanwhile
         catalog, bm25, rows = state.catalog, state.bm25, state.rows
+        if not catalog.ids:  # an empty index holds nothing to search
+            return []
         scope = Scope.of(filters or Filters(), state.vocabulary)
         if scope.empty:
             return []

@@ -68,6 +68,7 @@ class Notice(str):
         "corrected": "info",  # a typo searched as the index spells it
         "no_endpoint": "info",  # llm asked for, none configured: answered extractively
         "llm_failed": "warning",  # the endpoint failed: the extractive answer instead
+        "llm_rejected": "warning",  # the model's answer failed the check: the offline one
         "context_trimmed": "info",  # sources left out to fit the context window
         "citations_removed": "warning",  # the model cited sources that do not exist
         "unsupported": "warning",  # sentences whose cited sources do not support them
@@ -294,6 +295,11 @@ class Answer:
     count: int | None = None  # a count question: how many papers match
     count_by: dict[str, dict[str, int]] | None = None  # {"year": {"2017": 3, ...}} if asked
     table: list[TableRow] | None = None  # a comparison: one row per compared source
+    # With an endpoint: how the answer was generated and judged (rag/citations.judge):
+    # {"path": "free", "kept": false, "reasons": [...], "unsupported_share": 0.5}; the
+    # model's checked text when it did not hold up and the offline answer is shown instead.
+    generation: dict[str, Any] | None = None
+    draft: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON-ready form (the `--json` contract): `notices` as strings, and

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from rag import prompts
 from rag.assistant import Assistant
 from rag.config import BUNDLED_CORPUS, Settings
 from rag.llm import LLMError
@@ -52,10 +53,17 @@ def test_the_model_sees_numbered_sources_and_bad_citations_are_removed(
     assert '<source n="1"' in user and "Question: what is AltGDA?" in user
 
 
-def test_a_model_that_says_not_found_abstains(scripted: Callable[..., tuple]) -> None:
+def test_a_model_that_says_not_found_does_not_overrule_the_offline_answer(
+    scripted: Callable[..., tuple],
+) -> None:
+    """The abstention decision is the question stage's: the offline answer is shown."""
     assistant, _ = scripted("The answer is not found in the indexed abstracts.")
     answer = assistant.ask("what is AltGDA?", mode="llm")
-    assert answer.abstained and answer.mode == "llm" and answer.citations == []
+    offline = assistant.ask("what is AltGDA?", mode="extractive")
+    assert not answer.abstained and answer.mode == "extractive"
+    assert answer.answer == offline.answer and answer.citations == offline.citations
+    assert "llm_rejected" in [n.code for n in answer.notices]
+    assert answer.draft == "The answer is not found in the indexed abstracts."
 
 
 def test_a_failing_model_falls_back_to_the_extractive_answer(
@@ -89,7 +97,9 @@ def test_a_new_question_is_not_sent_to_be_condensed(scripted: Callable[..., tupl
     conversation = assistant.conversation()
     conversation.ask("what is GTO?", mode="llm")
     second = conversation.ask("dct llm compression", mode="llm")
-    assert not second.follow_up and len(chat.calls) == 2  # two answers, no condensing
+    assert not second.follow_up
+    systems = [call[0]["content"] for call in chat.calls]
+    assert prompts.CONDENSE_SYSTEM not in systems  # answers only, no condensing
 
 
 def test_a_question_sent_during_an_answer_waits_for_it_and_sees_its_turn(

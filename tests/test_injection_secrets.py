@@ -88,9 +88,14 @@ def test_injected_instruction_stays_inside_its_source(
     assert len(poisoned) == 1
     assert_one_block_per_source(user, len(blocks))
     # outside the blocks there is only the prompt template and the question
-    outside = re.sub(r"<source n=.*?</source>", "", user, flags=re.S)
-    template = prompts.USER.format(sources="", question=QUESTION)
+    # (the draft, the offline answer, sits in delimiters of its own and is data too)
+    outside = re.sub(r"<source n=.*?</source>|<draft>.*?</draft>", "", user, flags=re.S)
+    offered = prompts.DRAFT.format(draft="") if "<draft>" in user else ""
+    template = prompts.USER.format(sources="", draft=offered, question=QUESTION)
+    template = re.sub(r"<draft>.*?</draft>", "", template, flags=re.S)
     assert outside.split() == template.split()
+    drafted = re.findall(r"<draft>(.*?)</draft>", user, flags=re.S)
+    assert all("</source" not in d.lower() and "<source" not in d.lower() for d in drafted)
     assert answer.mode == "llm"
 
 

@@ -181,6 +181,54 @@ def test_citation_to_missing_source_is_removed(
 def test_unsupported_sentences_are_flagged(
     assistant_factory: Factory, server: OpenAIServer
 ) -> None:
+    """One doubtful sentence of four: the answer holds, the sentence is flagged."""
+    unrelated = "Quantum chromodynamics explains gluon confinement inside heavy hadrons [2]."
+
+    def mostly_cited(request: Request) -> str:
+        return f"{cite_sources(request, 3)} {unrelated}"
+
+    server.default = reply(mostly_cited)
+    answer = assistant_factory(**endpoint(server)).ask(QUESTION)
+
+    assert answer.mode == "llm"
+    assert answer.flagged == [unrelated]
+    assert "1 sentence(s) lack support in the sources they cite; they are listed as flagged" in (
+        answer.notices
+    )
+    assert answer.generation == {
+        "path": "free",
+        "kept": True,
+        "reasons": [],
+        "unsupported_share": 0.25,
+    }
+    assert answer.draft == ""
+
+
+# -- answers that do not hold up: the offline answer instead, the draft beside it ----------
+
+
+def offline_answer(assistant: Assistant) -> Answer:
+    return assistant.ask(QUESTION, mode="extractive")
+
+
+def assert_replaced(answer: Answer, offline: Answer, reason: str) -> None:
+    """The offline answer is the answer; the model's checked text is only the draft."""
+    assert answer.mode == "extractive"
+    assert answer.answer == offline.answer
+    assert answer.citations == offline.citations
+    assert answer.generation is not None and answer.generation["kept"] is False
+    assert any(reason in r for r in answer.generation["reasons"]), answer.generation
+    (rejected,) = [n for n in answer.notices if n.code == "llm_rejected"]
+    assert "did not hold up against the sources" in rejected and reason in rejected
+    assert answer.draft and answer.draft not in answer.answer
+    data = answer_json(answer)
+    assert data["draft"] == answer.draft and data["generation"]["kept"] is False
+    assert "llm_rejected" in data["notice_codes"]
+
+
+def test_a_mostly_unsupported_answer_is_replaced_by_the_offline_one(
+    assistant_factory: Factory, server: OpenAIServer
+) -> None:
     uncited = "Bananas ripen quickly in warm tropical plantations."
     unrelated = "Quantum chromodynamics explains gluon confinement inside heavy hadrons [2]."
 
@@ -188,27 +236,105 @@ def test_unsupported_sentences_are_flagged(
         return f"{first_sentence(sources_in(request)[1])} [1]. {uncited} {unrelated}"
 
     server.default = reply(mixed)
-    answer = assistant_factory(**endpoint(server)).ask(QUESTION)
+    assistant = assistant_factory(**endpoint(server))
+    answer = assistant.ask(QUESTION)
 
-    assert answer.mode == "llm"
-    assert answer.flagged == [uncited, unrelated]
-    assert "2 sentence(s) lack support in the sources they cite; they are listed as flagged" in (
-        answer.notices
+    assert_replaced(answer, offline_answer(assistant), "2 of 3 claims lack support")
+    assert uncited in answer.draft
+    assert answer.flagged == []  # the shown answer is quoted: nothing in it is doubted
+
+
+def test_an_answer_citing_nothing_is_replaced(
+    assistant_factory: Factory, server: OpenAIServer
+) -> None:
+    server.default = reply(
+        "A team at the University of California, Berkeley showed that AltGDA converges "
+        "faster than simultaneous GDA in 2019."
     )
-    assert answer.citations == [1, 2]
+    assistant = assistant_factory(**endpoint(server))
+    answer = assistant.ask(QUESTION)
+
+    assert_replaced(answer, offline_answer(assistant), "it cites no source")
+    assert "Berkeley" in answer.draft and "Berkeley" not in answer.answer
 
 
-def test_model_abstaining_gives_abstained_answer(
+def test_invented_figures_and_names_are_unsupported(
+    assistant_factory: Factory, server: OpenAIServer
+) -> None:
+    """Words shared with the cited abstract do not cover a figure or a name it never
+    states: two such sentences of three sink the answer."""
+
+    def invented(request: Request) -> str:
+        first = first_sentence(sources_in(request)[1])
+        return (
+            f"{first} [1]. Researchers at Berkeley proposed this alternating method [1]. "
+            f"It converges 73.5% faster than simultaneous gradient descent-ascent [1]."
+        )
+
+    server.default = reply(invented)
+    assistant = assistant_factory(**endpoint(server))
+    answer = assistant.ask(QUESTION)
+
+    assert_replaced(answer, offline_answer(assistant), "2 of 3 claims lack support")
+
+
+def test_the_model_saying_not_found_does_not_overrule_the_offline_decision(
     assistant_factory: Factory, server: OpenAIServer
 ) -> None:
     server.default = reply("The answer is not found in the indexed abstracts.")
-    answer = assistant_factory(**endpoint(server)).ask(QUESTION)
+    assistant = assistant_factory(**endpoint(server))
+    answer = assistant.ask(QUESTION)
+
+    assert not answer.abstained
+    assert_replaced(answer, offline_answer(assistant), "it says the abstracts do not answer")
+    assert len(server.chat_requests) == 1
+
+
+def test_what_the_offline_stage_refuses_is_never_sent_to_the_model(
+    assistant_factory: Factory, server: OpenAIServer
+) -> None:
+    answer = assistant_factory(**endpoint(server)).ask("What is the best sourdough recipe?")
 
     assert answer.abstained
-    assert answer.mode == "llm"
-    assert answer.citations == []
     assert answer.answer.startswith(NOT_FOUND)
-    assert len(server.chat_requests) == 1
+    assert answer.citations == []
+    assert server.chat_requests == []  # the model cannot widen what was refused
+
+
+def test_a_strong_models_well_cited_answer_is_shown_unchanged(
+    assistant_factory: Factory, server: OpenAIServer
+) -> None:
+    received: list[str] = []
+    answer = assistant_factory(**endpoint(server)).ask(QUESTION, on_token=received.append)
+
+    (request,) = server.chat_requests
+    sent = cite_sources(request)
+    assert answer.answer == sent == "".join(received)
+    assert answer.mode == "llm"
+    assert answer.generation == {
+        "path": "free",
+        "kept": True,
+        "reasons": [],
+        "unsupported_share": 0.0,
+    }
+    assert answer.draft == "" and answer.flagged == [] and answer.notices == []
+    # the offline answer went along as a draft to improve, inside the prompt
+    assert "A draft answer quoted from the sources" in request.content("user")
+
+
+def test_a_streamed_answer_that_is_replaced_says_so_in_the_terminal(
+    assistant_factory: Factory, server: OpenAIServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from rag.cli import print_answer
+
+    server.default = reply("Gradient methods are popular in machine learning these days.")
+    answer = assistant_factory(**endpoint(server)).ask(QUESTION, on_token=lambda t: None)
+    print_answer(answer, streamed=True)
+
+    out, err = capsys.readouterr()
+    assert "did not hold up against the sources" in err
+    assert out.index("Answer:") < out.index(answer.answer)
+    assert answer.draft not in out
 
 
 # -- follow-ups -------------------------------------------------------------------------
@@ -239,7 +365,9 @@ def test_follow_up_is_condensed_then_searched(
 
     assert first.query == QUESTION
     assert second.query == CONDENSED
-    assert second.mode == "llm"
+    # the model answered the condensed search (its first sentences give no rate, so the
+    # judge shows the offline answer instead: what is judged is tested above)
+    assert second.generation is not None
     searched = [h.paper.paper_id for h in assistant.search_scoped(CONDENSED)[0]]
     assert [s.paper_id for s in second.sources] == searched
     assert sources_in(answer_2) == {s.n: s.text for s in second.sources}

@@ -21,6 +21,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from rag.assistant import Assistant
+from rag.citations import CITATION
 from ui.stream import Done, ask_events
 
 from .openai_server import OpenAIServer, Request, reply
@@ -33,6 +34,7 @@ OFF_TOPIC = "What is the best recipe for sourdough bread?"
 SCOPED = "which ICLR 2026 papers use DCT?"
 ABSENT_VENUE = "which NeurIPS papers use DCT?"  # the seeds are all ICLR 2026
 _SOURCE = re.compile(r'<source n="(\d+)" label="[^"]*">\n(.*?)\n</source>', re.S)
+_DRAFT = re.compile(r"<draft>\n(.*?)\n</draft>", re.S)
 
 
 # -- helpers -----------------------------------------------------------------------
@@ -105,12 +107,18 @@ def upload(at: AppTest, name: str, data: bytes) -> AppTest:
 
 
 def _reply(request: Request) -> str:
-    """Quote source 1 (or give the condensed follow-up when asked to rewrite one)."""
+    """Quote what source 1 says in answer, as a good model does: the draft's sentence
+    citing [1] when the prompt offers one, else the first sentence of source 1 (or give
+    the condensed follow-up when asked to rewrite one)."""
     user = request.body["messages"][-1]["content"]
     if "Standalone query:" in user:  # the follow-up condenser
         return "speculative decoding speedup"
-    sources = _SOURCE.findall(user)
-    first = sources[0][1].split(". ")[0].rstrip(".")
+    drafted = _DRAFT.search(user)
+    cited = [s for s in re.split(r"(?<=\])\s+", drafted.group(1))] if drafted else []
+    first = next((s for s in cited if "[1]" in s), "")
+    first = CITATION.sub("", first).strip().rstrip(".")
+    if not first:
+        first = _SOURCE.findall(user)[0][1].split(". ")[0].rstrip(".")
     return f"The top paper reports that {first[0].lower()}{first[1:]} [1]."
 
 

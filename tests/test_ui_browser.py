@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from tests.openai_server import OpenAIServer, reply
 from tests.test_ui_apptest import fake_endpoint
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -98,6 +99,56 @@ def _serve(index: Path, base_url: str, tmp_path: Path) -> Iterator[str]:
         log.close()
     output = (tmp_path / "streamlit.log").read_text(errors="replace")
     assert "Traceback" not in output, output[-3000:]
+
+
+# A small model's typical failure: fluent, invented, citing nothing.
+INVENTED = (
+    "Speculative decoding was invented by a team at the University of California, "
+    "Berkeley in 2019 and always doubles the speed of every model."
+)
+
+
+@pytest.fixture
+def weak_model_url(seeded_index: Path, tmp_path: Path) -> Iterator[str]:
+    """Serve the app over a copy of the seeded index with an endpoint that invents."""
+    index = tmp_path / "index"
+    shutil.copytree(seeded_index, index)
+    with OpenAIServer(reply(INVENTED)) as endpoint:
+        yield from _serve(index, endpoint.base_url, tmp_path)
+
+
+def test_an_answer_that_does_not_hold_up_is_never_the_body(weak_model_url: str) -> None:
+    """The streamed invention is replaced by the quoted answer, the page says so, and the
+    draft stays one click away, folded."""
+    assert Path(CHROMIUM).exists(), "chromium is missing: apt-get install -y chromium"
+    from playwright.sync_api import expect, sync_playwright
+
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1360, "height": 1000})
+        page.set_default_timeout(90_000)
+        expect.set_options(timeout=90_000)
+        page.goto(weak_model_url)
+        expect(page.get_by_role("heading", name="Ask the abstracts")).to_be_visible()
+        _wait_idle(page)
+        _ask(page, QUESTION)
+        expect(page.get_by_text("did not hold up against the abstracts")).to_be_visible()
+        expect(page.locator("#src-0-1")).to_be_visible()  # the quoted answer's source
+        draft = page.locator("[data-testid='stExpander']", has_text="The model's draft")
+        expect(draft).to_be_visible()
+        invented = page.get_by_text("University of California, Berkeley", exact=False)
+        expect(invented).to_be_hidden()  # folded in the draft, nowhere in the body
+        _wait_idle(page)
+        answer = page.locator('[data-testid="stChatMessage"]').last
+        assert "Berkeley" not in answer.inner_text()
+        page.screenshot(path=SHOTS / "12-rejected-draft.png")
+        draft.get_by_text("The model's draft").click()
+        expect(invented).to_be_visible()
+        expect(draft).to_contain_text("Not shown as the answer: it cites no source")
+        page.screenshot(path=SHOTS / "13-draft-opened.png")
+        assert page.locator('[data-testid="stException"]').count() == 0
+        browser.close()
 
 
 def test_ask_open_source_and_follow_up(app_url: str) -> None:

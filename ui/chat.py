@@ -77,14 +77,32 @@ def show_answer(turn: int, question: str, answer: Answer, scope: Scope | None = 
     scope = scope or scope_of(answer)
     if answer.abstained:
         show_abstention(turn, question, answer, scope)
+        show_draft(answer)
         return
+    if answer.draft:  # said before the body: the streamed text was replaced by this one
+        st.caption(
+            ":material/rule: The model's answer did not hold up against the abstracts; "
+            "this is the quoted answer. Its draft is below."
+        )
     st.markdown(render.answer_markdown(answer, turn))
     if answer.table:
         st.markdown(render.table_html(answer, turn), unsafe_allow_html=True)
     scope_chips(turn, question, answer, scope)
     show_notices(answer)
+    show_draft(answer)
     _footer(answer)
     sources_panel(turn, answer)
+
+
+def show_draft(answer: Answer) -> None:
+    """The model's rejected draft, one click away, marked as such."""
+    if not answer.draft:
+        return
+    reasons = "; ".join((answer.generation or {}).get("reasons", []))
+    with st.expander("The model's draft (did not hold up)", icon=":material/draft:"):
+        if reasons:
+            st.caption(f"Not shown as the answer: {render.escape_markdown(reasons)}.")
+        st.markdown(render.escape_markdown(answer.draft))
 
 
 def show_abstention(turn: int, question: str, answer: Answer, scope: Scope) -> None:
