@@ -1,11 +1,12 @@
 """Query + retrieved papers -> an Answer with checked citations (LLM or extractive).
 
 Both paths share the sources (numbered in retrieval order: `[n]` is `sources[n-1]`) and
-one answerability decision (rag/answerable.py): offline, the answer abstains when the
-evidence is below the fitted threshold; with an LLM, only when nothing at all meets the
-question, and otherwise the model sees the sources and may say the answer is not found.
-The LLM path streams tokens, then checks every citation; any endpoint fault ends in the
-extractive answer with a notice.
+one answerability decision (rag/answerable.py): the answer abstains when the evidence
+is below the fitted threshold, with or without an LLM (the model is not asked then).
+The LLM path streams tokens, then checks every citation and judges the reply against the
+sources and the offline answer (rag/citations.judge): a reply that does not hold up, like
+any endpoint fault, ends in the extractive answer with a notice, the reply kept as its
+`draft`.
 """
 
 from __future__ import annotations
@@ -240,7 +241,12 @@ class Answerer:
             if offline.abstained:  # the model and the offline answerer agree
                 answer = abstention(question, shown, "llm")
                 answer.notices = notices
-                answer.generation = {"path": "free", "kept": True, "reasons": []}
+                answer.generation = {
+                    "path": "free",
+                    "kept": True,
+                    "reasons": [],
+                    "unsupported_share": 0.0,
+                }
                 return answer
             checked = CheckedAnswer(reply.text.strip(), [])
             verdict = Verdict(False, ["it says the abstracts do not answer, but they do"], 1.0)

@@ -72,12 +72,6 @@ class Evidence:
     features: dict[str, float]
     missing_detail: str | None = None  # a detail asked that the record cannot hold
 
-    @property
-    def none_at_all(self) -> bool:
-        """No word, term or sentence of the question meets the best paper."""
-        f = self.features
-        return f["coverage"] == 0 and f["terms_found"] == 0 and f["bm25"] == 0
-
 
 @dataclass(frozen=True, slots=True)
 class Model:
@@ -216,17 +210,12 @@ class Decision:
     why: str = ""
 
 
-def decide(evidence: Evidence, model: Model, llm: bool = False) -> Decision:
-    """Abstain on a missing detail or low confidence. With an LLM (`llm`), refuse only
-    when nothing at all meets the question: the model then sees the sources and is told
-    to say the answer is not found when they do not answer."""
+def decide(evidence: Evidence, model: Model) -> Decision:
+    """Abstain on a missing detail or low confidence, with or without an LLM: the model
+    never answers what this refuses (rag/answer.py judges what it writes otherwise)."""
     confidence = round(model.confidence(evidence.features), 4)
     if evidence.missing_detail:
         return Decision(False, confidence, evidence.missing_detail)
-    if llm:
-        if evidence.none_at_all:
-            return Decision(False, confidence, "no word of the question occurs in any source")
-        return Decision(True, confidence)
     if confidence < model.threshold:
         f = evidence.features
         return Decision(

@@ -185,16 +185,23 @@ def measure(embed_with: Any, names: list[str], key: str) -> Choice:
     texts = sample_texts()
     rates: dict[str, float] = {}
     latency: dict[str, float] = {}
+    failed: dict[str, str] = {}
     for name in names:
-        embed_with(name, texts[:4] + list(QUERIES[:1]))  # load and warm up
+        try:
+            embed_with(name, texts[:4] + list(QUERIES[:1]))  # load and warm up
+        except Exception as exc:  # not installed, or cannot run here: never chosen
+            failed[name] = f"{type(exc).__name__}: {exc}"
+            continue
         # Best of three rounds: other work on the machine only ever slows a round down.
         rates[name] = round(
             max(len(texts) / _timed(embed_with, name, [texts]) for _ in range(3)), 1
         )
         rounds = [_timed(embed_with, name, [[q] for q in QUERIES]) for _ in range(3)]
         latency[name] = round(min(rounds) * 1000 / len(QUERIES), 3)
+    if not rates:
+        raise RuntimeError(f"no embedding backend runs on this machine: {failed}")
     bulk = max(rates, key=rates.__getitem__)
-    family = [n for n in names if FAMILY[n] == FAMILY[bulk]]
+    family = [n for n in rates if FAMILY[n] == FAMILY[bulk]]
     light = [n for n in family if n.startswith("onnx")]  # no torch import to answer
     query = min(light or family, key=latency.__getitem__)
     return Choice(bulk, query, key, rates, latency, round(time.perf_counter() - started, 2))

@@ -160,21 +160,21 @@ def test_what_a_which_question_asks_to_be_named() -> None:
     assert read("which ICLR 2026 papers use datasets").name_asked == ""
 
 
-def test_with_an_llm_only_no_evidence_at_all_is_refused_before_generation() -> None:
+def test_low_confidence_and_missing_details_are_refused() -> None:
+    """One decision, with or without an LLM (the model is not asked what is refused)."""
     model = Model(
         {n: 1.0 for n in FEATURES},
-        -100.0,
+        -5.0,
         dict.fromkeys(FEATURES, 0.0),
         dict.fromkeys(FEATURES, 1.0),
         threshold=0.5,
     )
     weak = Evidence(_row(0.1))
-    assert not decide(weak, model).answer  # offline: below the threshold
-    assert decide(weak, model, llm=True).answer  # the model sees the sources
-    nothing = Evidence(dict.fromkeys(FEATURES, 0.0))
-    assert not decide(nothing, model, llm=True).answer
+    assert not decide(weak, model).answer  # below the threshold
+    assert decide(Evidence(_row(0.9)), model).answer
     detail = Evidence(_row(0.9), "the records hold no author or affiliation information")
-    assert not decide(detail, model, llm=True).answer
+    refused = decide(detail, model)
+    assert not refused.answer and refused.why == detail.missing_detail
 
 
 def test_unheld_is_the_rarest_missing_word_over_the_first_five_hits_together() -> None:

@@ -133,6 +133,25 @@ def test_the_choice_is_measured_once_and_cached(
     assert (model.choice.bulk, model.family) == ("onnx", "fp32")
 
 
+def test_a_backend_that_cannot_run_here_is_never_chosen() -> None:
+    """torch-bf16 'fastest' on paper, but it fails on this machine: skipped, not chosen."""
+
+    def fake(name: str, texts: list[str]) -> None:
+        if name == "torch-bf16":
+            raise RuntimeError("bf16 kernels are not supported on this CPU")
+        time.sleep({"torch": 2e-4, "onnx": 1e-4}[name] * len(texts))
+
+    choice = tuning.measure(fake, ["torch-bf16", "torch", "onnx"], "key")
+    assert (choice.bulk, choice.query) == ("onnx", "onnx")
+    assert "torch-bf16" not in choice.texts_per_s and "torch-bf16" not in choice.query_ms
+
+    def broken(name: str, texts: list[str]) -> None:
+        raise ImportError(f"{name} is not installed")
+
+    with pytest.raises(RuntimeError, match="no embedding backend runs"):
+        tuning.measure(broken, ["torch", "onnx"], "key")
+
+
 def test_reduced_precision_needs_hit_at_5_within_001_of_fp32(tmp_path: Path) -> None:
     record = {
         "fp32_hit_at_5": 0.95,
