@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from rag import answerable, extractive, language, prompts
+from rag import answerable, extractive, language, prompts, structured
 from rag.chunk import count_tokens
 from rag.citations import CheckedAnswer, Verdict, check, cited_numbers, judge
 from rag.config import Settings
@@ -31,6 +31,9 @@ from rag.text import overlap, split_sentences
 from rag.types import Answer, Hit, Notice, Source, SourceRef
 
 Coverage = Callable[[str, str], float]
+# What a generation path made: its name, the checked answer, the sources shown, whether
+# the model found an answer, and its notices.
+Generated = tuple[str, CheckedAnswer, list[Source], bool, list[Notice]]
 Lexical = Callable[[str], float]
 NOT_FOUND = f"The answer is {prompts.ABSTAIN_PHRASE}."
 PLURAL_EVIDENCE = 3  # papers whose evidence is weighed for "which papers ..." questions
@@ -94,6 +97,7 @@ class Answerer:
         if settings.abstain_threshold is not None:
             self.model = replace(self.model, threshold=settings.abstain_threshold)
         self._vectors: dict[str, np.ndarray] = {}
+        self._structured: bool | None = None  # the endpoint keeps to structured output
 
     def answer(
         self,
@@ -214,18 +218,27 @@ class Answerer:
         on_reset: OnReset | None = None,
     ) -> Answer:
         """The model's answer where it holds up against the sources, else the offline
-        answer with a notice and the model's draft beside it (`Answer.draft`)."""
+        answer with a notice and the model's draft beside it (`Answer.draft`). With
+        RAG_LLM_STRUCTURED the endpoint is asked for claims tied to sentence ids first;
+        an endpoint that refuses that format, or a reply that is not the JSON asked for,
+        gets the free-text prompt, judged the same way (`generation.path` says which)."""
         assert self.client is not None
-        question = query.question
         offline = self.extractive(query, hits)
-        sources = make_sources(hits)
-        draft = "" if offline.abstained else offline.answer
-        messages, shown, notices = self.build_messages(question, sources, query.language, draft)
+        notices: list[Notice] = []
         t0 = time.perf_counter()
         try:
-            reply = self.client.complete(messages, on_token=on_token, on_reset=on_reset)
-            if not reply.text.strip():
-                raise LLMError("endpoint returned an empty answer")
+            made = None
+            if self.settings.llm_structured != "off" and self._structured is not False:
+                made = self._generate_structured(query, hits)
+                if made is None:
+                    notices.append(
+                        Notice(
+                            "structured_unavailable",
+                            "the endpoint gave no structured answer; asked for free text",
+                        )
+                    )
+            if made is None:
+                made = self._generate_free(query, hits, offline, on_token, on_reset)
         except LLMError as exc:
             offline.notices = [
                 *notices,
@@ -236,33 +249,36 @@ class Answerer:
             ]
             return offline
         llm_ms = round((time.perf_counter() - t0) * 1000, 1)
+        path, checked, shown, found, more = made
+        notices += more
         texts = {s.n: f"{s.title}\n{s.text}" for s in shown}
-        if prompts.ABSTAIN_PHRASE in reply.text.casefold():
+        if not found:
             if offline.abstained:  # the model and the offline answerer agree
-                answer = abstention(question, shown, "llm")
+                answer = abstention(query.question, shown, "llm")
                 answer.notices = notices
                 answer.generation = {
-                    "path": "free",
+                    "path": path,
                     "kept": True,
                     "reasons": [],
                     "unsupported_share": 0.0,
                 }
                 return answer
-            checked = CheckedAnswer(reply.text.strip(), [])
             verdict = Verdict(False, ["it says the abstracts do not answer, but they do"], 1.0)
         else:
-            checked = check(reply.text, texts)
             verdict = judge(
                 checked,
                 texts,
                 self.settings.llm_max_unsupported,
                 anchors=[] if offline.abstained else offline.citations,
                 wants_figure=query.intent == "figure" or query.wants == "number",
+                lexical=query.language == "en",
             )
-        generation = {"path": "free", "kept": verdict.kept, "reasons": verdict.reasons}
+        generation = {"path": path, "kept": verdict.kept, "reasons": verdict.reasons}
         generation["unsupported_share"] = verdict.unsupported_share
         if not verdict.kept:
             return self._rejected(offline, checked, verdict, notices, generation, llm_ms)
+        if path == "structured" and on_token is not None:
+            on_token(checked.text)  # written by the code from the claims: shown whole
         if checked.invalid:
             removed = ", ".join(f"[{n}]" for n in checked.invalid)
             notices.append(
@@ -282,7 +298,7 @@ class Answerer:
         for source in shown:
             source.cited = source.n in checked.citations
         answer = Answer(
-            question,
+            query.question,
             checked.text,
             abstained=False,
             citations=checked.citations,
@@ -294,6 +310,55 @@ class Answerer:
         answer.timings_ms["llm"] = llm_ms
         answer.generation = generation
         return answer
+
+    def _generate_free(
+        self,
+        query: Query,
+        hits: list[Hit],
+        offline: Answer,
+        on_token: OnToken | None,
+        on_reset: OnReset | None,
+    ) -> Generated:
+        """Free text, streamed, with the offline answer offered as a draft; checked."""
+        assert self.client is not None
+        sources = make_sources(hits)
+        draft = "" if offline.abstained else offline.answer
+        messages, shown, notices = self.build_messages(
+            query.question, sources, query.language, draft
+        )
+        reply = self.client.complete(messages, on_token=on_token, on_reset=on_reset)
+        if not reply.text.strip():
+            raise LLMError("endpoint returned an empty answer")
+        if prompts.ABSTAIN_PHRASE in reply.text.casefold():
+            return "free", CheckedAnswer(reply.text.strip(), []), shown, False, notices
+        texts = {s.n: f"{s.title}\n{s.text}" for s in shown}
+        return "free", check(reply.text, texts), shown, True, notices
+
+    def _generate_structured(self, query: Query, hits: list[Hit]) -> Generated | None:
+        """Claims with the ids of the sentences that state them, under a JSON schema the
+        endpoint enforces; the cited answer is written here from them. None when the
+        endpoint refuses the format (then never asked again) or does not keep to it."""
+        assert self.client is not None
+        sources = make_sources(hits)
+        messages, shown, notices, sentences = self.build_structured_messages(
+            query.question, sources, query.language
+        )
+        fmt = structured.response_format(self.settings.llm_structured, sorted(sentences))
+        try:
+            reply = self.client.complete(messages, response_format=fmt)
+        except LLMError as exc:
+            if exc.status in structured.REFUSED:
+                self._structured = False
+                return None
+            raise
+        parsed = structured.parse(reply.text, sentences)
+        if parsed is None:
+            return None
+        self._structured = True
+        found, claims = parsed
+        if not found or not claims:
+            return "structured", CheckedAnswer("", []), shown, False, notices
+        return "structured", structured.assemble(claims, sentences), shown, True, notices
 
     @staticmethod
     def _rejected(
@@ -330,41 +395,12 @@ class Answerer:
         sources leave holds it (sources first: a small window gets the evidence, not a
         copy of it) and every source it cites is shown."""
         offered = prompts.DRAFT.format(draft=_defuse(draft)) if draft else ""
-        instruction = (
-            prompts.ANSWER_LANGUAGE.format(language=language.name(language_code))
-            if language_code != "en"
-            else ""
-        )
-        s = self.settings
-        budget = s.context_window - s.max_answer_tokens - 64  # 64: chat-format overhead
-        budget -= count_tokens(prompts.SYSTEM) + count_tokens(
-            prompts.USER.format(sources="", draft="", question=question) + instruction
-        )
-        shown: list[Source] = []
-        blocks: list[str] = []
-        for source in sources:
-            block = _source_block(source)
-            cost = count_tokens(block)
-            if cost > budget and budget > 120:  # trim the abstract to the space left
-                source.text = _trim_to_tokens(source.text, budget - 40)
-                block, cost = _source_block(source), count_tokens(_source_block(source))
-            if cost > budget:
-                break
-            budget -= cost
-            shown.append(source)
-            blocks.append(block)
+        instruction = _instruction(language_code)
+        fixed = prompts.SYSTEM + prompts.USER.format(sources="", draft="", question=question)
+        shown, blocks, budget, notices = self._fit(sources, fixed + instruction, _source_block)
         numbers = {source.n for source in shown}
         if offered and (count_tokens(offered) > budget or not set(cited_numbers(draft)) <= numbers):
             offered = ""
-        notices = []
-        if len(shown) < len(sources):
-            notices.append(
-                Notice(
-                    "context_trimmed",
-                    f"{len(sources) - len(shown)} source(s) left out to fit the "
-                    f"{s.context_window}-token context window",
-                )
-            )
         user = (
             prompts.USER.format(sources="\n\n".join(blocks), draft=offered, question=question)
             + instruction
@@ -375,11 +411,81 @@ class Answerer:
         ]
         return messages, shown, notices
 
+    def build_structured_messages(
+        self, question: str, sources: list[Source], language_code: str = "en"
+    ) -> tuple[list[dict[str, str]], list[Source], list[Notice], dict[str, str]]:
+        """The structured prompt: each source's sentences numbered `[n.k]`; also returns
+        the sentences shown by id ('2.3' -> its text), what the schema lets be cited."""
+        instruction = _instruction(language_code)
+        fixed = prompts.STRUCTURED_SYSTEM + prompts.STRUCTURED_USER.format(
+            sources="", question=question
+        )
+        shown, blocks, _, notices = self._fit(sources, fixed + instruction, _numbered_block)
+        user = (
+            prompts.STRUCTURED_USER.format(sources="\n\n".join(blocks), question=question)
+            + instruction
+        )
+        messages = [
+            {"role": "system", "content": prompts.STRUCTURED_SYSTEM},
+            {"role": "user", "content": user},
+        ]
+        return messages, shown, notices, structured.sentence_ids(shown)
+
+    def _fit(
+        self, sources: list[Source], fixed: str, block_of: Callable[[Source], str]
+    ) -> tuple[list[Source], list[str], int, list[Notice]]:
+        """The sources whose blocks fit the window beside `fixed` (the last one trimmed
+        to the space left), their blocks, the tokens left, and a notice if some did not."""
+        s = self.settings
+        budget = s.context_window - s.max_answer_tokens - 64  # 64: chat-format overhead
+        budget -= count_tokens(fixed)
+        shown: list[Source] = []
+        blocks: list[str] = []
+        for source in sources:
+            block = block_of(source)
+            cost = count_tokens(block)
+            if cost > budget and budget > 120:  # trim the abstract to the space left
+                source.text = _trim_to_tokens(source.text, budget - 40)
+                block = block_of(source)
+                cost = count_tokens(block)
+            if cost > budget:
+                break
+            budget -= cost
+            shown.append(source)
+            blocks.append(block)
+        notices = []
+        if len(shown) < len(sources):
+            notices.append(
+                Notice(
+                    "context_trimmed",
+                    f"{len(sources) - len(shown)} source(s) left out to fit the "
+                    f"{s.context_window}-token context window",
+                )
+            )
+        return shown, blocks, budget, notices
+
+
+def _instruction(language_code: str) -> str:
+    """The answer-language line for a question that is not in English."""
+    if language_code == "en":
+        return ""
+    return prompts.ANSWER_LANGUAGE.format(language=language.name(language_code))
+
 
 def _source_block(source: Source) -> str:
     """Format one source; text inside can never open or close a <source> tag."""
     label = _defuse(source.title).replace('"', "'")
     return prompts.SOURCE.format(n=source.n, label=label, text=_defuse(source.text))
+
+
+def _numbered_block(source: Source) -> str:
+    """One source for the structured prompt: its sentences numbered `[n.k]`."""
+    label = _defuse(source.title).replace('"', "'")
+    lines = [
+        prompts.STRUCTURED_SENTENCE.format(n=source.n, k=k, text=_defuse(sentence))
+        for k, sentence in enumerate(split_sentences(source.text), start=1)
+    ]
+    return prompts.SOURCE.format(n=source.n, label=label, text="\n".join(lines))
 
 
 _SOURCE_TAG = re.compile(r"<(\s*/?\s*(?:source|draft)\b)", re.I)

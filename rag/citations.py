@@ -100,15 +100,19 @@ def _supported(sentence: str, sources: dict[int, str]) -> bool:
     numbers = [n for m in CITATION.finditer(sentence) for n in parse_group(m.group(1))]
     if not numbers:
         return False
-    claim = CITATION.sub("", sentence)
-    cited = " ".join(sources[n] for n in numbers if n in sources)
-    if unstated(claim, cited):
+    cited = "\n".join(sources[n] for n in numbers if n in sources)
+    return supported(CITATION.sub("", sentence), cited)
+
+
+def supported(claim: str, evidence: str) -> bool:
+    """Whether `evidence` supports `claim`: it states every figure and name the claim
+    states, and holds at least MIN_SUPPORT of the claim's content words."""
+    if unstated(claim, evidence):
         return False
     words = content_words(claim)
     if not words:
         return True
-    evidence = frozenset().union(*(content_words(sources[n]) for n in numbers if n in sources))
-    return len(words & evidence) / len(words) >= MIN_SUPPORT
+    return len(words & content_words(evidence)) / len(words) >= MIN_SUPPORT
 
 
 def unstated(claim: str, evidence: str) -> list[str]:
@@ -140,20 +144,25 @@ def judge(
     max_unsupported: float,
     anchors: Collection[int] = (),
     wants_figure: bool = False,
+    lexical: bool = True,
 ) -> Verdict:
     """Keep the model's answer only where it holds: it cites a source; at most
     `max_unsupported` of its claims are unsupported; when the offline answer cites
     `anchors` (the papers the question stage found answering), it cites one of them; a
-    question that asks for a figure gets one its cited sources state."""
+    question that asks for a figure gets one its cited sources state. `lexical`: the
+    answer is in the sources' language (English), so its words can be checked against
+    theirs; an answer written in another language is held to its citations only."""
     claims = _claims(checked.text)
-    share = len(checked.unsupported) / len(claims) if claims else 1.0
+    share = len(checked.unsupported) / len(claims) if claims else (0.0 if not lexical else 1.0)
     reasons = []
     if not checked.citations:
         reasons.append("it cites no source")
     elif anchors and not set(checked.citations) & set(anchors):
         shown = ", ".join(f"[{n}]" for n in sorted(anchors))
         reasons.append(f"it cites none of the sources that answer the question ({shown})")
-    if not claims:
+    if not lexical:
+        pass
+    elif not claims:
         reasons.append("it makes no claim")
     elif share > max_unsupported:
         reasons.append(f"{len(checked.unsupported)} of {len(claims)} claims lack support")

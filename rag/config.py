@@ -149,6 +149,12 @@ class Settings(BaseSettings):
     context_window: int = Field(8192, ge=1024, description="Model context in tokens.")
     max_answer_tokens: int = Field(512, ge=32, description="Tokens reserved for the answer.")
     temperature: float = Field(0.1, ge=0, le=2, description="Sampling temperature.")
+    llm_structured: Literal["off", "json_schema", "json_object"] = Field(
+        "off",
+        description="Structured answers: claims tied to sentence ids under a JSON schema the "
+        "endpoint enforces (json_schema: OpenAI, vLLM, llama-server; json_object: "
+        "llama-cpp-python's server); an endpoint that refuses it gets free text.",
+    )
     llm_max_unsupported: float = Field(
         0.34,
         ge=0,

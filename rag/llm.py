@@ -34,11 +34,16 @@ class LLMError(RagError, RuntimeError):
     """The endpoint did not produce an answer; `retryable` says if trying again could help."""
 
     def __init__(
-        self, message: str, retryable: bool = False, retry_after: float | None = None
+        self,
+        message: str,
+        retryable: bool = False,
+        retry_after: float | None = None,
+        status: int | None = None,
     ) -> None:
         super().__init__(message)
         self.retryable = retryable
         self.retry_after = retry_after  # seconds the server asked us to wait (429)
+        self.status = status  # the HTTP status the endpoint answered, if it answered one
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,8 +65,10 @@ class Chat(Protocol):
         deadline_s: float | None = None,
         max_tokens: int | None = None,
         on_reset: OnReset | None = None,
+        response_format: dict[str, Any] | None = None,
     ) -> Reply:
-        """The reply to `messages`; LLMError when the model cannot give one."""
+        """The reply to `messages`; LLMError when the model cannot give one.
+        `response_format` asks for structured output (passed as the endpoint takes it)."""
         ...
 
     def health(self, timeout_s: float = 3.0) -> tuple[bool, str]:
@@ -93,6 +100,7 @@ class ChatClient:
         deadline_s: float | None = None,
         max_tokens: int | None = None,
         on_reset: OnReset | None = None,
+        response_format: dict[str, Any] | None = None,
     ) -> Reply:
         """Return the model's reply, streaming tokens to `on_token` when given.
 
@@ -109,14 +117,16 @@ class ChatClient:
             streamed: list[str] = []
             relay = None if on_token is None else _tee(on_token, streamed)
             try:
-                text = self._once(messages, relay, remaining, max_tokens)
+                text = self._once(messages, relay, remaining, max_tokens, response_format)
             except LLMError as exc:
                 if streamed and on_reset is not None:
                     on_reset()
                 delay = exc.retry_after or self.settings.llm_backoff_s * 2 ** (attempts - 1)
                 out_of_time = time.monotonic() + delay >= deadline
                 if not exc.retryable or attempts > self.settings.llm_retries or out_of_time:
-                    raise LLMError(f"{exc} (after {attempts} attempt(s))", exc.retryable) from None
+                    raise LLMError(
+                        f"{exc} (after {attempts} attempt(s))", exc.retryable, status=exc.status
+                    ) from None
                 time.sleep(delay)
                 continue
             return Reply(text, attempts)
@@ -127,6 +137,7 @@ class ChatClient:
         on_token: OnToken | None,
         remaining: float,
         max_tokens: int | None,
+        response_format: dict[str, Any] | None = None,
     ) -> str:
         import openai
 
@@ -137,6 +148,8 @@ class ChatClient:
             max_tokens=max_tokens or self.settings.max_answer_tokens,
             timeout=httpx.Timeout(remaining, connect=min(5.0, remaining)),
         )
+        if response_format is not None:
+            request["response_format"] = response_format
         try:
             if on_token is None:
                 response = self.client.chat.completions.create(**request)
@@ -229,7 +242,7 @@ def _status_error(exc: openai.APIStatusError) -> LLMError:
     if header and header.strip().replace(".", "", 1).isdigit():
         retry_after = min(float(header), 30.0)
     retryable = status == 429 or status >= 500
-    return LLMError(f"endpoint answered HTTP {status}", retryable, retry_after)
+    return LLMError(f"endpoint answered HTTP {status}", retryable, retry_after, status)
 
 
 def _cause(exc: Exception) -> str:

@@ -69,6 +69,7 @@ class Notice(str):
         "no_endpoint": "info",  # llm asked for, none configured: answered extractively
         "llm_failed": "warning",  # the endpoint failed: the extractive answer instead
         "llm_rejected": "warning",  # the model's answer failed the check: the offline one
+        "structured_unavailable": "info",  # no structured answer: free text was asked for
         "context_trimmed": "info",  # sources left out to fit the context window
         "citations_removed": "warning",  # the model cited sources that do not exist
         "unsupported": "warning",  # sentences whose cited sources do not support them

@@ -14,6 +14,7 @@ import hashlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -64,6 +65,7 @@ class ScriptedChat:
         deadline_s: float | None = None,
         max_tokens: int | None = None,
         on_reset: OnReset | None = None,
+        response_format: dict[str, Any] | None = None,
     ) -> Reply:
         self.calls.append(messages)
         if not self.replies:

@@ -6,6 +6,7 @@ records what it received so the prompt itself can be checked.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -18,7 +19,15 @@ from rag.assistant import Assistant
 from rag.chunk import count_tokens
 from rag.cli import answer_json
 from rag.types import Answer
-from tests.openai_server import OpenAIServer, Request, cite_sources, reply, sources_in, tokens
+from tests.openai_server import (
+    OpenAIServer,
+    Request,
+    cite_sources,
+    reply,
+    sources_in,
+    status,
+    tokens,
+)
 
 QUESTION = "Does alternating gradient descent-ascent converge faster than simultaneous GDA?"
 FOLLOW_UP = "What rate does it get for games without an interior equilibrium?"
@@ -382,3 +391,98 @@ def test_condensed_query_is_its_first_line_unquoted(
     conversation.ask(QUESTION)
     server.script(reply(f'"{CONDENSED}"\n(I resolved "it" to AltGDA.)'))
     assert conversation.ask(FOLLOW_UP).query == CONDENSED
+
+
+# -- structured answers (RAG_LLM_STRUCTURED) -----------------------------------------------
+
+
+def _schema_ids(request: Request) -> list[str]:
+    """The sentence ids the request's JSON schema lets be cited."""
+    fmt = request.body["response_format"]
+    schema = fmt["schema"] if fmt["type"] == "json_object" else fmt["json_schema"]["schema"]
+    return schema["properties"]["claims"]["items"]["properties"]["evidence"]["items"]["enum"]
+
+
+def _numbered(request: Request) -> dict[str, str]:
+    """'1.2' -> the sentence the prompt shows as [1.2]."""
+    found = re.findall(r"^\[(\d+\.\d+)\] (.*)$", request.content("user"), flags=re.M)
+    return dict(found)
+
+
+@pytest.mark.parametrize("kind", ["json_schema", "json_object"])
+def test_structured_claims_become_a_cited_answer(
+    assistant_factory: Factory, server: OpenAIServer, kind: str
+) -> None:
+    """The schema's evidence enum is exactly the sentences shown; the answer is written
+    from the claims, each cited to the sources of its evidence."""
+
+    def claims(request: Request) -> str:
+        shown = _numbered(request)
+        first = next(i for i in shown if i.startswith("1."))
+        return json.dumps(
+            {"found": True, "claims": [{"text": shown[first], "evidence": [first, "9.9"]}]}
+        )
+
+    server.default = reply(claims)
+    received: list[str] = []
+    answer = assistant_factory(**endpoint(server, llm_structured=kind)).ask(
+        QUESTION, on_token=received.append
+    )
+
+    (request,) = server.chat_requests
+    assert request.content("system") == prompts.STRUCTURED_SYSTEM
+    assert not request.stream  # JSON is not streamed; the written answer is sent whole
+    assert sorted(_schema_ids(request)) == sorted(_numbered(request))
+    assert request.body["response_format"]["type"] == kind
+    first = next(s for i, s in _numbered(request).items() if i.startswith("1."))
+    assert answer.answer == f"{first.rstrip(' .')}. [1]"  # the unknown id 9.9 is dropped
+    assert received == [answer.answer]
+    assert answer.mode == "llm" and answer.citations == [1]
+    assert answer.generation == {
+        "path": "structured",
+        "kept": True,
+        "reasons": [],
+        "unsupported_share": 0.0,
+    }
+
+
+def test_a_claim_its_evidence_does_not_state_sinks_a_structured_answer(
+    assistant_factory: Factory, server: OpenAIServer
+) -> None:
+    def invented(request: Request) -> str:
+        ids = [i for i in _numbered(request) if i.startswith("1.")]
+        made_up = "A Berkeley team proved it converges 73.5% faster in 2019"
+        return json.dumps({"found": True, "claims": [{"text": made_up, "evidence": ids[:1]}]})
+
+    server.default = reply(invented)
+    assistant = assistant_factory(**endpoint(server, llm_structured="json_schema"))
+    answer = assistant.ask(QUESTION)
+
+    assert answer.generation is not None and answer.generation["path"] == "structured"
+    assert_replaced(answer, offline_answer(assistant), "1 of 1 claims lack support")
+
+
+def test_an_endpoint_refusing_the_format_gets_free_text_from_then_on(
+    assistant_factory: Factory, server: OpenAIServer
+) -> None:
+    server.script(status(400, message="response_format json_schema is not supported"))
+    assistant = assistant_factory(**endpoint(server, llm_structured="json_schema"))
+    answer = assistant.ask(QUESTION)
+
+    refused, free = server.chat_requests
+    assert "response_format" in refused.body and "response_format" not in free.body
+    assert answer.mode == "llm" and answer.generation["path"] == "free"  # type: ignore[index]
+    assert "structured_unavailable" in [n.code for n in answer.notices]
+    assistant.ask(QUESTION)  # not asked in that format again
+    assert "response_format" not in server.chat_requests[-1].body
+
+
+def test_a_reply_that_is_not_the_json_asked_for_gets_free_text(
+    assistant_factory: Factory, server: OpenAIServer
+) -> None:
+    server.script(reply("Sure! Here is the answer you wanted [1]."))  # schema not enforced
+    answer = assistant_factory(**endpoint(server, llm_structured="json_object")).ask(QUESTION)
+
+    assert len(server.chat_requests) == 2
+    assert answer.generation is not None and answer.generation["path"] == "free"
+    assert answer.mode == "llm"  # the free answer (first sentences, cited) holds up
