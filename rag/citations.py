@@ -23,7 +23,7 @@ CITATION = re.compile(r"\[(\d+(?:\s*[-–,]\s*\d+)*)\]")
 MIN_SUPPORT = 0.25
 # A figure a claim states: two or more digits, decimals and separators ("7.4", "2,048",
 # "2023"); one digit is left alone ("2 components" for "two components").
-_FIGURE = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?(?![\w])")
+_FIGURE = re.compile(r"(?<![\w.])(?:\d[\d,]*\d(?:\.\d+)?|\d\.\d+)(?![\w])")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")  # any number, for "a figure was given"
 # A name a claim states: a capitalised or mixed-case word that does not open its
 # sentence ("Berkeley", "GPT-4", "LLaMA"); words of every sentence ("The", "We") aside.
@@ -118,6 +118,7 @@ def supported(claim: str, evidence: str) -> bool:
 def unstated(claim: str, evidence: str) -> list[str]:
     """The figures and names of `claim` that `evidence` never states: 'a team at
     Berkeley found 12.5%' against an abstract with neither -> ['12.5', 'Berkeley']."""
+    claim = CITATION.sub("", claim)
     have_figures = {f.replace(",", "") for f in _FIGURE.findall(evidence)}
     folded = evidence.casefold()
     missing = [f for f in _FIGURE.findall(claim) if f.replace(",", "") not in have_figures]

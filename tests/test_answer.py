@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from rag.assistant import Assistant
-from rag.citations import check, cited_numbers, parse_group
+from rag.citations import check, cited_numbers, judge, parse_group, unstated
 from rag.cli import answer_json, main
 from rag.extractive import reports_figure
 from rag.text import split_sentences
@@ -200,3 +200,46 @@ def test_notices_are_strings_in_json_with_codes_beside_them(seeded: Assistant) -
     assert all(isinstance(n, str) for n in data["notices"])
     assert data["notice_codes"] == ["scope", "abstained"]
     assert [n.level for n in answer.notices] == ["info", "warning"]
+
+
+def test_figures_and_names_a_claim_states_must_be_in_its_sources() -> None:
+    abstract = "We propose GTO, which improves acceptance length by 7.4% on MT-Bench."
+    assert unstated("GTO improves acceptance length by 7.4% [1].", abstract) == []
+    assert unstated("A Berkeley team found 12.5% in 2019.", abstract) == [
+        "12.5",
+        "2019",
+        "Berkeley",
+    ]
+    assert unstated("It uses 2 components.", abstract) == []  # one digit: "two" may say it
+    assert unstated("The method helps. We think so.", abstract) == []  # sentence words
+
+
+def test_the_judge_keeps_only_answers_that_hold() -> None:
+    sources = {
+        1: "We propose GTO, which improves acceptance length by 7.4% on MT-Bench.",
+        2: "DeMo decouples momentum updates to cut communication between accelerators.",
+    }
+    good = check("GTO improves acceptance length by 7.4% on MT-Bench [1].", sources)
+    assert judge(good, sources, 0.34, anchors=[1], wants_figure=True).kept
+    # cites a paper, but not the one the question stage found answering
+    off = check("DeMo decouples momentum updates between accelerators [2].", sources)
+    verdict = judge(off, sources, 0.34, anchors=[1])
+    assert not verdict.kept and "cites none of the sources" in verdict.reasons[0]
+    # no figure where one was asked for
+    vague = check("GTO improves acceptance length on MT-Bench [1].", sources)
+    assert not judge(vague, sources, 0.34, anchors=[1], wants_figure=True).kept
+    assert judge(vague, sources, 0.34, anchors=[1]).kept
+    # nothing cited
+    bare = check("GTO improves acceptance length by 7.4% on MT-Bench.", sources)
+    assert judge(bare, sources, 0.34).reasons[0] == "it cites no source"
+    # a share of unsupported claims above the bound
+    mixed = check(
+        "GTO improves acceptance length by 7.4% on MT-Bench [1]. "
+        "Bananas ripen quickly in warm tropical plantations [1].",
+        sources,
+    )
+    assert judge(mixed, sources, 0.5).kept and not judge(mixed, sources, 0.34).kept
+    # written in another language: held to its citations only
+    chinese = check("GTO 提高了接受长度 [1]。", sources)
+    assert judge(chinese, sources, 0.34, anchors=[1], lexical=False).kept
+    assert not judge(chinese, sources, 0.34, anchors=[1]).kept
