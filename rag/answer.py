@@ -272,6 +272,8 @@ class Answerer:
                 anchors=[] if offline.abstained else offline.citations,
                 wants_figure=query.intent == "figure" or query.wants == "number",
                 lexical=query.language == "en",
+                draft="" if offline.abstained else offline.answer,
+                min_draft_coverage=self.settings.llm_min_draft_coverage,
             )
         generation = {"path": path, "kept": verdict.kept, "reasons": verdict.reasons}
         generation["unsupported_share"] = verdict.unsupported_share

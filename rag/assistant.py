@@ -489,6 +489,22 @@ class Conversation:
             if not condensed:  # a condensed query already names what 'it' is
                 options["prefer"] = referred_papers(last, read_q)
         answer = self.assistant.ask(question, query=query, **options)
+        if condensed and answer.abstained and answer.sources:
+            # Decided after the check: a rewrite by the model that finds no answer gives
+            # way to the offline one (the previous query with the follow-up's words).
+            offline = self._offline_standalone(read_q)
+            retried = self.assistant.ask(
+                question, query=offline, **{**options, "prefer": referred_papers(last, read_q)}
+            )
+            if not retried.abstained:
+                notices.append(
+                    Notice(
+                        "condense_rejected",
+                        f"the model's rewrite of the follow-up ({query!r}) found no answer; "
+                        "searched it together with the previous question instead",
+                    )
+                )
+                answer = retried
         answer.notices = notices + answer.notices
         answer.follow_up = follow_up
         self.turns.append(Turn(question, answer))
@@ -511,8 +527,6 @@ class Conversation:
             return None, False
         if not read_q.refers_back:
             return None, False
-        last = self.turns[-1].answer
-        previous = last.query or self.turns[-1].question
         client = self.assistant.client
         use_llm = (mode or self.assistant.settings.answer_mode) == "llm" and client is not None
         if use_llm:
@@ -528,10 +542,16 @@ class Conversation:
                             "searched it together with the previous question",
                         )
                     )
+        return self._offline_standalone(read_q), False
+
+    def _offline_standalone(self, read_q: Query) -> str:
+        """A follow-up's query without an LLM: the paper it points to ('the second one')
+        or the previous query, with its own words."""
+        last = self.turns[-1].answer
         referred = _referred_source(last, read_q.ordinal)
         if referred is not None:
-            return f"{referred.title} {read_q.text}", False
-        return f"{previous} {read_q.text}", False
+            return f"{referred.title} {read_q.text}"
+        return f"{last.query or self.turns[-1].question} {read_q.text}"
 
     def _condense(self, client: Chat, question: str) -> str:
         s = self.assistant.settings

@@ -146,13 +146,17 @@ def judge(
     anchors: Collection[int] = (),
     wants_figure: bool = False,
     lexical: bool = True,
+    draft: str = "",
+    min_draft_coverage: float = 0.0,
 ) -> Verdict:
     """Keep the model's answer only where it holds: it cites a source; at most
     `max_unsupported` of its claims are unsupported; when the offline answer cites
     `anchors` (the papers the question stage found answering), it cites one of them; a
     question that asks for a figure gets one its cited sources state. `lexical`: the
     answer is in the sources' language (English), so its words can be checked against
-    theirs; an answer written in another language is held to its citations only."""
+    theirs; an answer written in another language is held to its citations only.
+    `draft`: the offline answer the model was asked to improve; an answer keeping less
+    than `min_draft_coverage` of its content words replaced the evidence instead."""
     claims = _claims(checked.text)
     share = len(checked.unsupported) / len(claims) if claims else (0.0 if not lexical else 1.0)
     reasons = []
@@ -167,6 +171,9 @@ def judge(
         reasons.append("it makes no claim")
     elif share > max_unsupported:
         reasons.append(f"{len(checked.unsupported)} of {len(claims)} claims lack support")
+    kept = draft_coverage(checked.text, draft)
+    if lexical and draft and kept < min_draft_coverage:
+        reasons.append(f"it keeps {kept:.0%} of what the quoted answer says")
     if wants_figure and checked.citations:
         cited = " ".join(sources[n] for n in checked.citations if n in sources)
         stated = set(_NUMBER.findall(cited.replace(",", "")))
@@ -174,3 +181,11 @@ def judge(
         if not given & stated:
             reasons.append("it gives none of the figures its sources state")
     return Verdict(not reasons, reasons, round(share, 3))
+
+
+def draft_coverage(answer: str, draft: str) -> float:
+    """The share of the draft's content words the answer keeps (1.0 without a draft)."""
+    wanted = content_words(CITATION.sub("", draft))
+    if not wanted:
+        return 1.0
+    return len(wanted & content_words(CITATION.sub("", answer))) / len(wanted)

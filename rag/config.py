@@ -149,6 +149,14 @@ class Settings(BaseSettings):
     context_window: int = Field(8192, ge=1024, description="Model context in tokens.")
     max_answer_tokens: int = Field(512, ge=32, description="Tokens reserved for the answer.")
     temperature: float = Field(0.1, ge=0, le=2, description="Sampling temperature.")
+    llm_min_draft_coverage: float = Field(
+        0.34,
+        ge=0,
+        le=1,
+        description="Share of the offline answer's content words a model answer must keep "
+        "(it is offered that answer to improve); below it the offline answer is shown. "
+        "0 turns the bound off (e.g. for a strong model that answers in its own words).",
+    )
     llm_structured: Literal["off", "json_schema", "json_object"] = Field(
         "off",
         description="Structured answers: claims tied to sentence ids under a JSON schema the "

@@ -75,6 +75,7 @@ class Notice(str):
         "unsupported": "warning",  # sentences whose cited sources do not support them
         "no_citation": "warning",  # the model cited nothing
         "condense_failed": "warning",  # a follow-up could not be rewritten by the LLM
+        "condense_rejected": "info",  # the LLM's rewrite found nothing: the offline one did
         "translated": "info",  # a question in another language, searched in English
         "translate_failed": "warning",  # the LLM could not translate it: glossed offline
         "untranslated": "warning",  # offline, no dictionary for its language

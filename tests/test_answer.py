@@ -9,7 +9,14 @@ import pytest
 from click.testing import CliRunner
 
 from rag.assistant import Assistant
-from rag.citations import check, cited_numbers, judge, parse_group, unstated
+from rag.citations import (
+    check,
+    cited_numbers,
+    draft_coverage,
+    judge,
+    parse_group,
+    unstated,
+)
 from rag.cli import answer_json, main
 from rag.extractive import reports_figure
 from rag.text import split_sentences
@@ -243,3 +250,15 @@ def test_the_judge_keeps_only_answers_that_hold() -> None:
     chinese = check("GTO 提高了接受长度 [1]。", sources)
     assert judge(chinese, sources, 0.34, anchors=[1], lexical=False).kept
     assert not judge(chinese, sources, 0.34, anchors=[1]).kept
+
+
+def test_an_answer_that_drops_the_quoted_draft_does_not_hold() -> None:
+    sources = {1: "We propose GTO, which improves acceptance length by 7.4% on MT-Bench."}
+    draft = "We propose GTO, which improves acceptance length by 7.4% on MT-Bench. [1]"
+    kept = check("GTO improves acceptance length by 7.4% on MT-Bench [1].", sources)
+    assert draft_coverage(kept.text, draft) >= 0.8
+    assert judge(kept, sources, 0.34, draft=draft, min_draft_coverage=0.34).kept
+    drifted = check("We propose a method that improves results on benchmarks [1].", sources)
+    verdict = judge(drifted, sources, 0.34, draft=draft, min_draft_coverage=0.34)
+    assert not verdict.kept and "of what the quoted answer says" in verdict.reasons[0]
+    assert judge(drifted, sources, 0.34, draft=draft, min_draft_coverage=0.0).kept

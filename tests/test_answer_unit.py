@@ -3,6 +3,7 @@ LLM path does with a reply, and how follow-ups reach the model."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -43,7 +44,13 @@ def test_a_hash_embedded_index_answers_by_its_words(scripted: Callable[..., tupl
 def test_the_model_sees_numbered_sources_and_bad_citations_are_removed(
     scripted: Callable[..., tuple],
 ) -> None:
-    assistant, chat = scripted("AltGDA alternates the players' updates [1][9].")
+    def improved(messages: list[dict[str, str]]) -> str:
+        """A model that keeps the quoted draft it was offered, and cites [9] as well."""
+        draft = re.search(r"<draft>\n(.*?)\n</draft>", messages[-1]["content"], re.S)
+        assert draft, "the offline answer is offered as a draft"
+        return f"AltGDA alternates the players' updates [1][9]. {draft.group(1)}"
+
+    assistant, chat = scripted(improved)
     tokens: list[str] = []
     answer = assistant.ask("what is AltGDA?", mode="llm", on_token=tokens.append)
     assert answer.mode == "llm" and answer.citations == [1]
@@ -130,3 +137,24 @@ def test_a_question_sent_during_an_answer_waits_for_it_and_sees_its_turn(
     first.join(5)
     second.join(5)
     assert len(conversation.turns) == 2 and answers[0].follow_up  # type: ignore[attr-defined]
+
+
+def test_a_condensed_follow_up_that_finds_nothing_gives_way_to_the_offline_rewrite(
+    scripted: Callable[..., tuple],
+) -> None:
+    """A small model's rewrite of 'how does it work?' can lose the subject; when it finds
+    no answer, the previous query with the follow-up's words is searched instead."""
+    assistant, _ = scripted(
+        "AltGDA is alternating gradient descent-ascent [1].",
+        "banana plantation harvest schedules",  # the model's (useless) rewrite
+        "The model's answer to the follow-up [1].",
+    )
+    conversation = assistant.conversation()
+    conversation.ask("what is AltGDA?", mode="llm")
+    second = conversation.ask("how does it converge?", mode="llm")
+
+    assert second.follow_up and not second.abstained
+    assert second.query == "what is AltGDA? how does it converge?"
+    assert "condense_rejected" in [n.code for n in second.notices]
+    assert "banana plantation" in next(n for n in second.notices if n.code == "condense_rejected")
+    assert any("AltGDA" in s.title or "AltGDA" in s.text for s in second.sources if s.cited)

@@ -127,7 +127,10 @@ def open_index() -> tuple[Assistant, str]:
             summary = resources.ensure_corpus(assistant, key, progress)
             bar.empty()
             if summary:
-                st.toast(f"Indexed {summary.total_papers} ICLR 2026 abstracts.", icon="✅")
+                st.toast(
+                    f"Indexed {summary.total_papers} ICLR 2026 abstracts.",
+                    icon=":material/check_circle:",
+                )
     except Exception as exc:  # a locked, unreadable or mismatched index: say which
         st.error(f"Cannot open the index: {describe(exc)}")
         st.stop()
