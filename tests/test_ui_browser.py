@@ -17,10 +17,12 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.openai_server import OpenAIServer, reply
 from tests.test_ui_apptest import fake_endpoint
@@ -120,16 +122,7 @@ def weak_model_url(seeded_index: Path, tmp_path: Path) -> Iterator[str]:
 def test_an_answer_that_does_not_hold_up_is_never_the_body(weak_model_url: str) -> None:
     """The streamed invention is replaced by the quoted answer, the page says so, and the
     draft stays one click away, folded."""
-    assert Path(CHROMIUM).exists(), "chromium is missing: apt-get install -y chromium"
-    from playwright.sync_api import expect, sync_playwright
-
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1360, "height": 1000})
-        page.set_default_timeout(90_000)
-        expect.set_options(timeout=90_000)
-        page.goto(weak_model_url)
+    with _open(weak_model_url) as page:
         expect(page.get_by_role("heading", name="Ask the abstracts")).to_be_visible()
         _wait_idle(page)
         _ask(page, QUESTION)
@@ -148,20 +141,10 @@ def test_an_answer_that_does_not_hold_up_is_never_the_body(weak_model_url: str) 
         expect(draft).to_contain_text("Not shown as the answer: it cites no source")
         page.screenshot(path=SHOTS / "13-draft-opened.png")
         assert page.locator('[data-testid="stException"]').count() == 0
-        browser.close()
 
 
 def test_ask_open_source_and_follow_up(app_url: str) -> None:
-    assert Path(CHROMIUM).exists(), "chromium is missing: apt-get install -y chromium"
-    from playwright.sync_api import expect, sync_playwright
-
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1360, "height": 1000})
-        page.set_default_timeout(90_000)
-        expect.set_options(timeout=90_000)  # the first run loads the embedding model
-        page.goto(app_url)
+    with _open(app_url) as page:
         expect(page.get_by_role("heading", name="Ask the abstracts")).to_be_visible()
         expect(page.get_by_role("button", name=QUESTION)).to_be_visible()  # a suggestion
         expect(page.get_by_test_id("stMetricValue").first).to_have_text("52")
@@ -219,7 +202,26 @@ def test_ask_open_source_and_follow_up(app_url: str) -> None:
         page.screenshot(path=SHOTS / "07-scope-widened.png")
 
         assert page.locator('[data-testid="stException"]').count() == 0
-        browser.close()
+
+
+@contextmanager
+def _open(url: str) -> Iterator[Any]:
+    """A page of the app in Debian's headless Chromium (missing: a failure, never a skip);
+    screenshots go to artifacts/screenshots/."""
+    assert Path(CHROMIUM).exists(), "chromium is missing: apt-get install -y chromium"
+    from playwright.sync_api import expect, sync_playwright
+
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1360, "height": 1000})
+        page.set_default_timeout(90_000)
+        expect.set_options(timeout=90_000)  # the first run loads the embedding model
+        page.goto(url)
+        try:
+            yield page
+        finally:
+            browser.close()
 
 
 def _wait_idle(page: Any) -> None:
@@ -241,16 +243,7 @@ def _ask(page: Any, question: str) -> None:
 def test_topics_map_renders_and_a_topic_is_asked_about(app_url: str) -> None:
     """The Topics tab: the map and the list render; a topic's question is answered in the
     chat; a source card's Related papers open."""
-    assert Path(CHROMIUM).exists(), "chromium is missing: apt-get install -y chromium"
-    from playwright.sync_api import expect, sync_playwright
-
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1360, "height": 1000})
-        page.set_default_timeout(90_000)
-        expect.set_options(timeout=90_000)
-        page.goto(app_url)
+    with _open(app_url) as page:
         expect(page.get_by_role("heading", name="Ask the abstracts")).to_be_visible()
         _wait_idle(page)
         page.get_by_role("tab", name="Topics").click()
@@ -276,22 +269,12 @@ def test_topics_map_renders_and_a_topic_is_asked_about(app_url: str) -> None:
         related.scroll_into_view_if_needed()
         page.screenshot(path=SHOTS / "09-related-papers.png")
         assert page.locator('[data-testid="stException"]').count() == 0
-        browser.close()
 
 
 def test_a_comparison_table_and_a_count_render(app_url: str) -> None:
     """'compare X and Y' renders its quoted table, each row linked to its source card;
     a count question lists its papers and says how the set was decided."""
-    assert Path(CHROMIUM).exists(), "chromium is missing: apt-get install -y chromium"
-    from playwright.sync_api import expect, sync_playwright
-
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1360, "height": 1000})
-        page.set_default_timeout(90_000)
-        expect.set_options(timeout=90_000)
-        page.goto(app_url)
+    with _open(app_url) as page:
         expect(page.get_by_role("heading", name="Ask the abstracts")).to_be_visible()
         _wait_idle(page)
         _ask(page, "compare GTO and the n-draft speculative sampling paper")
@@ -312,4 +295,3 @@ def test_a_comparison_table_and_a_count_render(app_url: str) -> None:
         page.get_by_text("counted paper by paper", exact=False).scroll_into_view_if_needed()
         page.screenshot(path=SHOTS / "11-count.png")
         assert page.locator('[data-testid="stException"]').count() == 0
-        browser.close()
