@@ -12,6 +12,7 @@ a standalone query, without one it is searched together with what it refers to.
 from __future__ import annotations
 
 import contextlib
+import re
 import threading
 import time
 from collections.abc import Iterable, Sequence
@@ -39,10 +40,13 @@ from rag.question import (
 )
 from rag.related import Related, related
 from rag.retrieve import Retriever, Scope, vocabulary_of
+from rag.text import content_words, overlap
 from rag.titles import TitleJob, TitleProgress, generate_title
 from rag.topics import TopicSet, topics_of
 from rag.translate import Translation, translate
 from rag.types import Answer, Filters, Hit, IngestSummary, Notice, Paper, Source
+
+CONDENSE_KEEPS = 0.5  # share of a follow-up's own content words its rewrite must keep
 
 
 class Assistant:
@@ -575,6 +579,13 @@ class Conversation:
         query = kept[0] if kept else ""
         if not query or query.casefold() == question.casefold():
             raise LLMError("the model did not rewrite the follow-up")
+        # A rewrite keeps what the follow-up itself asks: one that drops most of its words
+        # ('how much does it increase acceptance length?' -> a sentence of an abstract) or
+        # carries markup is no rewrite of it.
+        if re.search(r"</?[A-Za-z][\w-]*>", query) or (
+            content_words(question) and overlap(question, query) < CONDENSE_KEEPS
+        ):
+            raise LLMError(f"the model's rewrite ({query[:80]!r}) drops the follow-up's words")
         return query
 
     def clear(self) -> None:

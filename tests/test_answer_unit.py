@@ -146,7 +146,7 @@ def test_a_condensed_follow_up_that_finds_nothing_gives_way_to_the_offline_rewri
     no answer, the previous query with the follow-up's words is searched instead."""
     assistant, _ = scripted(
         "AltGDA is alternating gradient descent-ascent [1].",
-        "banana plantation harvest schedules",  # the model's (useless) rewrite
+        "converge sourdough bread baking recipes",  # keeps its word, loses its subject
         "The model's answer to the follow-up [1].",
     )
     conversation = assistant.conversation()
@@ -155,6 +155,30 @@ def test_a_condensed_follow_up_that_finds_nothing_gives_way_to_the_offline_rewri
 
     assert second.follow_up and not second.abstained
     assert second.query == "what is AltGDA? how does it converge?"
-    assert "condense_rejected" in [n.code for n in second.notices]
-    assert "banana plantation" in next(n for n in second.notices if n.code == "condense_rejected")
+    (rejected,) = [n for n in second.notices if n.code == "condense_rejected"]
+    assert "sourdough" in rejected
     assert any("AltGDA" in s.title or "AltGDA" in s.text for s in second.sources if s.cited)
+
+
+@pytest.mark.parametrize(
+    "rewrite",
+    [
+        "banana plantation harvest schedules",  # none of the follow-up's words
+        "We study the AltGDA algorithm in two-player zero-sum games.",  # an abstract's
+        "<draft>",  # markup from the prompt
+    ],
+)
+def test_a_rewrite_that_drops_the_follow_ups_words_is_not_searched(
+    scripted: Callable[..., tuple], rewrite: str
+) -> None:
+    assistant, chat = scripted(
+        "AltGDA is alternating gradient descent-ascent [1].", rewrite, "It converges [1]."
+    )
+    conversation = assistant.conversation()
+    conversation.ask("what is AltGDA?", mode="llm")
+    second = conversation.ask("how fast does it converge?", mode="llm")
+
+    assert chat.calls[1][0]["content"] == prompts.CONDENSE_SYSTEM  # the rewrite asked for
+    assert second.query == "what is AltGDA? how fast does it converge?"
+    (failed,) = [n for n in second.notices if n.code == "condense_failed"]
+    assert "drops the follow-up's words" in failed and rewrite[:20] in failed
