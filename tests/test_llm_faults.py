@@ -20,6 +20,7 @@ from rag.types import Answer
 from tests.openai_server import (
     Behaviour,
     OpenAIServer,
+    cite_sources,
     close,
     empty,
     hang,
@@ -258,7 +259,7 @@ def test_interrupted_stream_is_reset_before_the_retry(
     assistant_factory: Factory, server: OpenAIServer
 ) -> None:
     server.script(close(after=2, text="Partial words here [1]."))
-    server.default = reply("Alternating GDA converges at rate O(1/T) [1].")
+    server.default = reply(cite_sources)  # the retry gets a well-cited answer
     shown: list[str] = []
     resets: list[int] = []
 

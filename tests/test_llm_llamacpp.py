@@ -316,8 +316,10 @@ def test_follow_up_is_condensed_by_the_model(live: Live) -> None:
     second = conversation.ask(FOLLOW_UP)
 
     assert not [n for n in second.notices if "LLM endpoint failed" in n], second.notices
+    codes = [n.code for n in second.notices]
     fallback = [n for n in second.notices if n.startswith("could not condense the follow-up")]
-    if fallback:  # the endpoint failed to condense: searched with the previous question
+    if fallback or "condense_rejected" in codes:
+        # the rewrite was no rewrite of it, or found nothing: searched the offline way
         assert second.query == f"{QUESTION} {FOLLOW_UP}"
         return
     (condense,) = live.recorder.condensations()
