@@ -224,6 +224,7 @@ class Answerer:
         gets the free-text prompt, judged the same way (`generation.path` says which)."""
         assert self.client is not None
         offline = self.extractive(query, hits)
+        draft = "" if offline.abstained else offline.answer
         notices: list[Notice] = []
         t0 = time.perf_counter()
         try:
@@ -238,7 +239,7 @@ class Answerer:
                         )
                     )
             if made is None:
-                made = self._generate_free(query, hits, offline, on_token, on_reset)
+                made = self._generate_free(query, hits, draft, on_token, on_reset)
         except LLMError as exc:
             offline.notices = [
                 *notices,
@@ -251,7 +252,6 @@ class Answerer:
         llm_ms = round((time.perf_counter() - t0) * 1000, 1)
         path, checked, shown, found, more = made
         notices += more
-        texts = {s.n: f"{s.title}\n{s.text}" for s in shown}
         if not found:
             if offline.abstained:  # the model and the offline answerer agree
                 answer = abstention(query.question, shown, "llm")
@@ -267,12 +267,12 @@ class Answerer:
         else:
             verdict = judge(
                 checked,
-                texts,
+                _evidence(shown),
                 self.settings.llm_max_unsupported,
                 anchors=[] if offline.abstained else offline.citations,
                 wants_figure=query.intent == "figure" or query.wants == "number",
                 lexical=query.language == "en",
-                draft="" if offline.abstained else offline.answer,
+                draft=draft,
                 min_draft_coverage=self.settings.llm_min_draft_coverage,
             )
         generation = {"path": path, "kept": verdict.kept, "reasons": verdict.reasons}
@@ -317,14 +317,13 @@ class Answerer:
         self,
         query: Query,
         hits: list[Hit],
-        offline: Answer,
+        draft: str,
         on_token: OnToken | None,
         on_reset: OnReset | None,
     ) -> Generated:
         """Free text, streamed, with the offline answer offered as a draft; checked."""
         assert self.client is not None
         sources = make_sources(hits)
-        draft = "" if offline.abstained else offline.answer
         messages, shown, notices = self.build_messages(
             query.question, sources, query.language, draft
         )
@@ -333,8 +332,7 @@ class Answerer:
             raise LLMError("endpoint returned an empty answer")
         if prompts.ABSTAIN_PHRASE in reply.text.casefold():
             return "free", CheckedAnswer(reply.text.strip(), []), shown, False, notices
-        texts = {s.n: f"{s.title}\n{s.text}" for s in shown}
-        return "free", check(reply.text, texts), shown, True, notices
+        return "free", check(reply.text, _evidence(shown)), shown, True, notices
 
     def _generate_structured(self, query: Query, hits: list[Hit]) -> Generated | None:
         """Claims with the ids of the sentences that state them, under a JSON schema the
@@ -465,6 +463,12 @@ class Answerer:
                 )
             )
         return shown, blocks, budget, notices
+
+
+def _evidence(shown: list[Source]) -> dict[int, str]:
+    """What a model answer's citations are checked against: each shown source's label
+    (answers name papers by it) and abstract."""
+    return {s.n: f"{s.title}\n{s.text}" for s in shown}
 
 
 def _instruction(language_code: str) -> str:

@@ -12,7 +12,6 @@ a standalone query, without one it is searched together with what it refers to.
 from __future__ import annotations
 
 import contextlib
-import re
 import threading
 import time
 from collections.abc import Iterable, Sequence
@@ -23,6 +22,7 @@ from typing import Any
 from rag import matching, prompts
 from rag.answer import Answerer, abstention
 from rag.answerable import Model
+from rag.citations import MARKUP
 from rag.conference import count_answer, table_answer
 from rag.config import BUNDLED_CORPUS, Settings
 from rag.embed import Embedder, make_embedder
@@ -582,7 +582,7 @@ class Conversation:
         # A rewrite keeps what the follow-up itself asks: one that drops most of its words
         # ('how much does it increase acceptance length?' -> a sentence of an abstract) or
         # carries markup is no rewrite of it.
-        if re.search(r"</?[A-Za-z][\w-]*>", query) or (
+        if MARKUP.search(query) or (
             content_words(question) and overlap(question, query) < CONDENSE_KEEPS
         ):
             raise LLMError(f"the model's rewrite ({query[:80]!r}) drops the follow-up's words")

@@ -22,7 +22,7 @@ from rag.text import content_words, split_sentences
 CITATION = re.compile(r"\[(\d+(?:\s*[-–,]\s*\d+)*)\]")
 MIN_SUPPORT = 0.25
 # Stray tags small models emit ("</script>", "</ref>", "<draft>"): never part of an answer.
-_MARKUP = re.compile(r"</?[A-Za-z][\w-]*\s*/?>")
+MARKUP = re.compile(r"</?[A-Za-z][\w-]*\s*/?>")
 # A figure a claim states: two or more digits, decimals and separators ("7.4", "2,048",
 # "2023"); one digit is left alone ("2 components" for "two components").
 _FIGURE = re.compile(r"(?<![\w.])(?:\d[\d,]*\d(?:\.\d+)?|\d\.\d+)(?![\w])")
@@ -81,7 +81,7 @@ def check(answer: str, sources: dict[int, str]) -> CheckedAnswer:
                 invalid.setdefault(n, None)
         return "".join(f"[{n}]" for n in dict.fromkeys(valid))
 
-    text = CITATION.sub(keep_valid, _MARKUP.sub("", answer))
+    text = CITATION.sub(keep_valid, MARKUP.sub("", answer))
     text = re.sub(r"[ \t]+([.,;:])", r"\1", re.sub(r"[ \t]{2,}", " ", text)).strip()
     unsupported = [s for s in _claims(text) if not _supported(s, sources)]
     return CheckedAnswer(text, cited_numbers(text), list(invalid), unsupported)
@@ -167,11 +167,9 @@ def judge(
     elif anchors and not set(checked.citations) & set(anchors):
         shown = ", ".join(f"[{n}]" for n in sorted(anchors))
         reasons.append(f"it cites none of the sources that answer the question ({shown})")
-    if not lexical:
-        pass
-    elif not claims:
+    if lexical and not claims:
         reasons.append("it makes no claim")
-    elif share > max_unsupported:
+    elif lexical and share > max_unsupported:
         reasons.append(f"{len(checked.unsupported)} of {len(claims)} claims lack support")
     kept = draft_coverage(checked.text, draft)
     if lexical and draft and kept < min_draft_coverage:

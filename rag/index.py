@@ -275,10 +275,11 @@ class Store:
         self._client: Any = None
         self._collection: Any = None
         peeked = peek(settings)
-        if peeked is None or not peeked.metadata.get("embed_model"):
-            self._open()  # a new collection, a server, or an index peek cannot read
-        metadata = peeked.metadata if self._collection is None and peeked else None
-        self._check(metadata if metadata is not None else (self.collection.metadata or {}), family)
+        if peeked is not None and peeked.metadata.get("embed_model"):
+            metadata = peeked.metadata
+        else:  # a new collection, a server, or an index peek cannot read
+            metadata = self.collection.metadata or {}
+        self._check(metadata, family)
 
     @property
     def client(self) -> Any:
