@@ -261,6 +261,7 @@ class Answerer:
                     "kept": True,
                     "reasons": [],
                     "unsupported_share": 0.0,
+                    "draft_coverage": 1.0,
                 }
                 return answer
             verdict = Verdict(False, ["it says the abstracts do not answer, but they do"], 1.0)
@@ -277,6 +278,7 @@ class Answerer:
             )
         generation = {"path": path, "kept": verdict.kept, "reasons": verdict.reasons}
         generation["unsupported_share"] = verdict.unsupported_share
+        generation["draft_coverage"] = verdict.draft_coverage
         if not verdict.kept:
             return self._rejected(offline, checked, verdict, notices, generation, llm_ms)
         if path == "structured" and on_token is not None:

@@ -139,6 +139,7 @@ class Verdict:
     kept: bool
     reasons: list[str] = field(default_factory=list)
     unsupported_share: float = 0.0
+    draft_coverage: float = 1.0  # the share of the offline answer's content words kept
 
 
 def judge(
@@ -180,7 +181,7 @@ def judge(
         given = set(_NUMBER.findall(CITATION.sub("", checked.text).replace(",", "")))
         if not given & stated:
             reasons.append("it gives none of the figures its sources state")
-    return Verdict(not reasons, reasons, round(share, 3))
+    return Verdict(not reasons, reasons, round(share, 3), round(kept, 3))
 
 
 def draft_coverage(answer: str, draft: str) -> float:

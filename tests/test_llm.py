@@ -18,6 +18,7 @@ from rag.answer import NOT_FOUND
 from rag.assistant import Assistant
 from rag.chunk import count_tokens
 from rag.cli import answer_json
+from rag.config import Settings
 from rag.types import Answer
 from tests.openai_server import (
     OpenAIServer,
@@ -209,6 +210,7 @@ def test_unsupported_sentences_are_flagged(
         "kept": True,
         "reasons": [],
         "unsupported_share": 0.25,
+        "draft_coverage": answer.generation["draft_coverage"],
     }
     assert answer.draft == ""
 
@@ -325,7 +327,9 @@ def test_a_strong_models_well_cited_answer_is_shown_unchanged(
         "kept": True,
         "reasons": [],
         "unsupported_share": 0.0,
+        "draft_coverage": answer.generation["draft_coverage"],
     }
+    assert answer.generation["draft_coverage"] >= Settings().llm_min_draft_coverage
     assert answer.draft == "" and answer.flagged == [] and answer.notices == []
     # the offline answer went along as a draft to improve, inside the prompt
     assert "A draft answer quoted from the sources" in request.content("user")
@@ -443,6 +447,7 @@ def test_structured_claims_become_a_cited_answer(
         "kept": True,
         "reasons": [],
         "unsupported_share": 0.0,
+        "draft_coverage": answer.generation["draft_coverage"],
     }
 
 
