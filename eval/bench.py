@@ -65,15 +65,15 @@ from eval.peer import (
 )
 from eval.questions import load_questions, resolve_gold
 from rag.assistant import Assistant
-from rag.backends import BACKENDS
-from rag.chunk import Chunker
 from rag.config import BUNDLED_CORPUS, Settings
-from rag.embed import Embedder, clear_query_cache, make_embedder
-from rag.index import embedded_text
+from rag.corpus.chunk import Chunker
+from rag.corpus.load import expand_paths
+from rag.corpus.papers import FieldMap
+from rag.embedding.backends import BACKENDS
+from rag.embedding.embed import Embedder, clear_query_cache, make_embedder
+from rag.embedding.tuning import cpu_info
 from rag.ingest import read_papers
-from rag.load import expand_paths
-from rag.papers import FieldMap
-from rag.tuning import cpu_info
+from rag.store.index import embedded_text
 from rag.types import IngestSummary, Paper
 
 QUESTIONS = [
@@ -448,7 +448,7 @@ def backend_quality(
     questions_file: Path = DEFAULT_QUESTIONS,
 ) -> dict[str, Any]:
     """hit@5 (hybrid, as `rag ask` ranks, and dense alone) of every backend on the eval set,
-    each on its own temporary index of the same papers: the record rag/tuning.py reads
+    each on its own temporary index of the same papers: the record rag/embedding/tuning.py reads
     to admit a reduced-precision backend (within 0.01 of fp32's)."""
     hybrid: dict[str, float | None] = {}
     dense: dict[str, float | None] = {}

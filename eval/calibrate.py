@@ -2,7 +2,7 @@
 
 Each question is asked exactly as `rag eval run` asks it (extractive, through a
 conversation, in the scope it names) and the evidence its answer was decided on
-(`Answer.evidence`, see rag/answerable.py) is kept with its label: answerable or not.
+(`Answer.evidence`, see rag/answering/answerable.py) is kept with its label: answerable or not.
 Questions a detail check already refuses (authors, code links, figures the abstract
 lacks) and questions whose scope the index does not hold are decided without the model
 and left out of the fit. A logistic model is fitted on the rest; on each index the
@@ -30,7 +30,7 @@ import numpy as np
 
 from eval.questions import Question, ResolvedGold
 from eval.run import Variant, answer_all
-from rag import answerable
+from rag.answering import answerable
 from rag.assistant import Assistant
 
 

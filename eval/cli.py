@@ -177,7 +177,7 @@ def calibrate_cmd(
 ) -> None:
     """Fit the answerability model on labelled QUESTIONS_FILES (see eval/calibrate.py)."""
     from eval import calibrate
-    from rag.answerable import DEFAULT_MODEL
+    from rag.answering.answerable import DEFAULT_MODEL
 
     settings = eval_settings(ctx, Path(out))
     rows = _labelled_rows(
@@ -233,7 +233,7 @@ def calibrate_count_cmd(
 ) -> None:
     """Fit the relevance cut of count questions on labelled QUESTIONS_FILES (eval/matchfit.py)."""
     from eval import matchfit
-    from rag.matching import DEFAULT_MODEL
+    from rag.aggregate.matching import DEFAULT_MODEL
 
     settings = eval_settings(ctx, Path(out))
     rows = _labelled_rows(

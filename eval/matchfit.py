@@ -1,7 +1,7 @@
 """Labelled count questions -> the relevance cut of counts: `rag eval calibrate-count`.
 
-Each question is read as `rag ask` reads it (its scope and topic, rag/question.py), every
-paper of its scope the matcher weighs (rag/matching.py) becomes one row: its evidence and
+Each question is read as `rag ask` reads it (its scope and topic, rag/question/reading.py), every
+paper of its scope the matcher weighs (rag/aggregate/matching.py) becomes one row: its evidence and
 whether it is in the question's gold set. A logistic model (L2-regularised, Newton's
 method) is fitted on the rows; the threshold is the one that maximises the mean F1 of
 the questions' sets (a question whose gold set is empty scores 1 when nothing passes,
@@ -25,7 +25,8 @@ import numpy as np
 
 from eval.metrics import set_precision, set_recall
 from eval.questions import Question, ResolvedGold
-from rag import answerable, matching
+from rag.aggregate import matching
+from rag.answering import answerable
 from rag.assistant import Assistant
 
 

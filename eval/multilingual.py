@@ -10,7 +10,7 @@ hit@1 and hit@5 of the first five distinct papers for:
   the same relative score fusion and weights (option a of the issue);
 - `minilm+bm25 / e5 for non-English`: the index as today, plus an e5 vector per paper
   searched instead of MiniLM for questions not in English (option b);
-- `gloss`: the question put into English offline (rag/translate.py), then today's
+- `gloss`: the question put into English offline (rag/question/translate.py), then today's
   search (option c, what `rag ask` does);
 - `gloss+e5`: the gloss's search fused with the e5 ranking of the question as typed.
 
@@ -43,7 +43,7 @@ Ranker = Callable[[Question], list[str]]  # question -> paper ids, best first
 
 
 def fuse(rankings: Sequence[tuple[float, dict[str, float]]], k: int = 10) -> list[str]:
-    """Relative score fusion (as rag/retrieve.py fuses): per ranking, scores min-max
+    """Relative score fusion (as rag/retrieval/retrieve.py fuses): per ranking, scores min-max
     normalised over its candidates, then the weighted sum; papers best first."""
     total = sum(w for w, r in rankings if r) or 1.0
     fused: dict[str, float] = {}

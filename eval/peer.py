@@ -29,7 +29,7 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from pydantic import PrivateAttr
 
 from eval.metrics import percentile as eval_percentile
-from rag.embed import OMP_POLICY_OURS, Embedder, clear_query_cache, model_path
+from rag.embedding.embed import OMP_POLICY_OURS, Embedder, clear_query_cache, model_path
 from rag.types import Paper
 
 PEER = "llama-index VectorStoreIndex + Chroma, default settings, HuggingFaceEmbedding (defaults)"

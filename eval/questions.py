@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from eval.metrics import Scope
+from rag.corpus.load import expand_paths
+from rag.corpus.papers import FieldMap
 from rag.errors import RagError
 from rag.ingest import read_papers
-from rag.load import expand_paths
-from rag.papers import FieldMap
 from rag.types import IngestSummary, Paper, normalise_text
 
 KINDS = ("lookup", "factual", "multi", "unanswerable", "count", "comparison", "related")

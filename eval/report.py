@@ -230,8 +230,8 @@ def _abstention_section(results: Sequence[Result], metrics: dict[str, Any]) -> s
     text = (
         f"## Abstention\n\nThreshold: {threshold if threshold is not None else 'unknown'} "
         "(fitted by `rag eval calibrate`). The plot shows each answer's confidence "
-        "(rag/answerable.py) for answerable and unanswerable questions, the threshold as a "
-        "dashed line; questions a detail check refused have none.\n\n"
+        "(rag/answering/answerable.py) for answerable and unanswerable questions, the threshold "
+        "as a dashed line; questions a detail check refused have none.\n\n"
         "![abstention scores](abstention_scores.png)"
     )
     if not known:

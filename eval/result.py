@@ -9,7 +9,7 @@ from typing import Any
 
 from eval.metrics import CitedSource, Outcome, question_scores
 from eval.questions import Question
-from rag.tables import supported
+from rag.aggregate.tables import supported
 
 
 @dataclass(slots=True)
@@ -92,7 +92,7 @@ class Result:
 
     @property
     def abstention_score(self) -> float | None:
-        """What abstention is decided on: the answer's confidence (rag/answerable.py)."""
+        """What abstention is decided on: the answer's confidence (rag/answering/answerable.py)."""
         return self.answer.get("confidence")
 
     def to_json(self) -> dict[str, Any]:

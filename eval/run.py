@@ -33,9 +33,9 @@ from eval.result import Result
 from rag.assistant import Assistant, Turn
 from rag.cli import answer_json
 from rag.config import BUNDLED_CORPUS, Settings
-from rag.embed import Embedder
+from rag.embedding.embed import Embedder
 from rag.ingest import Progress
-from rag.retrieve import Filters
+from rag.retrieval.retrieve import Filters
 from rag.types import Answer, Hit, IngestSummary, Paper
 
 RANKING_DEPTH = 10
@@ -94,9 +94,9 @@ def evaluate(
 
 
 def forget_cached_queries() -> None:
-    """Make every run pay for its own query embeddings (rag.embed caches 1,024 of them), so
-    variants compared on the same questions have comparable latencies."""
-    from rag.embed import clear_query_cache
+    """Make every run pay for its own query embeddings (rag.embedding.embed caches 1,024 of
+    them), so variants compared on the same questions have comparable latencies."""
+    from rag.embedding.embed import clear_query_cache
 
     clear_query_cache()
 

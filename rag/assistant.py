@@ -2,7 +2,7 @@
 
 `Assistant` owns one store, one embedder, one retriever and one answerer per process
 (the UI caches it; it is safe for concurrent questions). A question is read first
-(rag/question.py: scope, intent, terms), searched inside the scope it names (flags and UI
+(rag/question/reading.py: scope, intent, terms), searched inside the scope it names (flags and UI
 filters override it; a scope the index does not hold is refused, never widened), then
 answered. `Conversation` keeps one user's turns: a question that refers back ("what
 dataset did it use?", "the second one?") is a follow-up; with an LLM it is condensed into
@@ -19,18 +19,20 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from rag import matching, prompts
-from rag.answer import Answerer, abstention
-from rag.answerable import Model
-from rag.citations import MARKUP
-from rag.conference import count_answer, table_answer
+from rag import prompts
+from rag.aggregate import matching
+from rag.aggregate.conference import count_answer, table_answer
+from rag.aggregate.topics import TopicSet, topics_of
+from rag.answering.answer import Answerer, abstention
+from rag.answering.answerable import Model
+from rag.answering.citations import MARKUP
 from rag.config import BUNDLED_CORPUS, Settings
-from rag.embed import Embedder, make_embedder
-from rag.index import Store, adopt_layout, recorded_family
+from rag.corpus.papers import FieldMap
+from rag.corpus.titles import TitleJob, TitleProgress, generate_title
+from rag.embedding.embed import Embedder, make_embedder
 from rag.ingest import Progress, ingest
 from rag.llm import Chat, ChatClient, LLMError, OnReset, OnToken
-from rag.papers import FieldMap
-from rag.question import (
+from rag.question.reading import (
     Query,
     distinctive_terms,
     keywords_of,
@@ -38,12 +40,11 @@ from rag.question import (
     read,
     with_acronyms,
 )
-from rag.related import Related, related
-from rag.retrieve import Retriever, Scope, vocabulary_of
+from rag.question.translate import Translation, translate
+from rag.retrieval.related import Related, related
+from rag.retrieval.retrieve import Retriever, Scope, vocabulary_of
+from rag.store.index import Store, adopt_layout, recorded_family
 from rag.text import content_words, overlap
-from rag.titles import TitleJob, TitleProgress, generate_title
-from rag.topics import TopicSet, topics_of
-from rag.translate import Translation, translate
 from rag.types import Answer, Filters, Hit, IngestSummary, Notice, Paper, Source
 
 CONDENSE_KEEPS = 0.5  # share of a follow-up's own content words its rewrite must keep
@@ -85,7 +86,7 @@ class Assistant:
         title_progress: TitleProgress | None = None,
     ) -> IngestSummary:
         """Ingest files into the index and refresh retrieval. With RAG_GENERATE_TITLES and
-        an endpoint, untitled papers are then titled by it (rag/titles.py)."""
+        an endpoint, untitled papers are then titled by it (rag/corpus/titles.py)."""
         summary, catalog = ingest(
             paths,
             self.store,
@@ -125,8 +126,8 @@ class Assistant:
         mode: str | None = None,
         translations: dict[str, Translation] | None = None,
     ) -> Query:
-        """Read a question against the values this index holds (see rag/question.py). One
-        in another language is read in English: its translation (rag/translate.py) is
+        """Read a question against the values this index holds (see rag/question/reading.py). One
+        in another language is read in English: its translation (rag/question/translate.py) is
         made once per `translations` (a conversation's cache), by the LLM in llm mode."""
         vocabulary = self.retriever.vocabulary()
         spellings = self.retriever.acronym_spellings()
@@ -149,7 +150,7 @@ class Assistant:
 
     def translate(self, question: str, language: str, mode: str | None = None) -> Translation:
         """The English question to search for one in `language` (an ISO 639-1 code): by
-        the LLM in llm mode, else offline (see rag/translate.py)."""
+        the LLM in llm mode, else offline (see rag/question/translate.py)."""
         s = self.settings
         use_llm = (mode or s.answer_mode) == "llm" and self.client is not None
         return translate(
@@ -315,7 +316,7 @@ class Assistant:
         return read_q.intent == "comparison" and bool(read_q.compared or read_q.topic)
 
     def about_many(self, read_q: Query, applied: Filters) -> Answer:
-        """Answer a count or a comparison (rag/conference.py) inside the applied scope."""
+        """Answer a count or a comparison (rag/aggregate/conference.py) inside the applied scope."""
         if read_q.intent == "count":
             matches = self.matcher.match(read_q.topic, self.match_model, applied, read_q.terms)
             fitted_on = int(self.match_model.about.get("questions", 0))
@@ -398,7 +399,7 @@ class Assistant:
     def topics(
         self, filters: Filters | None = None, k: int | None = None, with_map: bool = False
     ) -> TopicSet:
-        """The topics of the papers inside `filters` (rag/topics.py), with their 2-D map
+        """The topics of the papers inside `filters` (rag/aggregate/topics.py), with their 2-D map
         when asked; cached per index version, so only the first call pays."""
         catalog = self.retriever.catalog
         filters = filters or Filters()
@@ -419,7 +420,7 @@ class Assistant:
         return found
 
     def related(self, paper_id: str, top_k: int = 10, filters: Filters | None = None) -> Related:
-        """The stored papers nearest to `paper_id`, never itself (rag/related.py); an
+        """The stored papers nearest to `paper_id`, never itself (rag/retrieval/related.py); an
         unknown id raises `UnknownPaper`, a `RagError`."""
         catalog, rows, matrix = self.retriever.stored_vectors()
         scope = Scope.of(filters or Filters(), vocabulary_of(catalog))

@@ -115,7 +115,7 @@ def ingest_cmd(
     ctx: click.Context, paths: tuple[str, ...], prune: bool, fields: tuple[str, ...], as_json: bool
 ) -> None:
     """Ingest abstracts from files, folders or globs (default: the bundled ICLR 2026 list)."""
-    from rag.papers import FieldMap
+    from rag.corpus.papers import FieldMap
 
     with friendly_errors():
         field_map = FieldMap.with_overrides(dict(_pair(f) for f in fields))

@@ -14,7 +14,8 @@ from typing import Literal
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-BUNDLED_CORPUS = Path(__file__).parent / "data" / "iclr2026"
+DATA_DIR = Path(__file__).parent / "data"  # what ships with the package
+BUNDLED_CORPUS = DATA_DIR / "iclr2026"
 
 
 class Settings(BaseSettings):

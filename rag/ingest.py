@@ -7,7 +7,7 @@ ingest) is redone. One ingest at a time per index: a lock file makes a second on
 with a clear message instead of interleaving writes.
 
 Each ingest that writes changes the collection's version stamp before its first write and
-after its last, then saves the catalog and a manifest of its inputs (rag/snapshot.py).
+after its last, then saves the catalog and a manifest of its inputs (rag/store/snapshot.py).
 Re-ingesting the same unchanged files then reads neither Chroma nor the files (~0.5 s
 instead of ~12 s on 22k papers); a changed index or input takes the normal path.
 """
@@ -26,15 +26,15 @@ from pathlib import Path
 
 import numpy as np
 
-from rag import snapshot as snapshots
-from rag.chunk import Chunker
 from rag.config import Settings
-from rag.embed import Embedder
+from rag.corpus.chunk import Chunker
+from rag.corpus.load import expand_paths, read_records
+from rag.corpus.papers import FieldMap, dedupe, paper_from_record
+from rag.corpus.titles import TitleJob, needs_title, title_papers
+from rag.embedding.embed import Embedder
 from rag.errors import RagError
-from rag.index import Catalog, Store, StoredPaper, embedded_text
-from rag.load import expand_paths, read_records
-from rag.papers import FieldMap, dedupe, paper_from_record
-from rag.titles import TitleJob, needs_title, title_papers
+from rag.store import snapshot as snapshots
+from rag.store.index import Catalog, Store, StoredPaper, embedded_text
 from rag.types import Chunk, IngestSummary, Paper, Skip, SourceRef
 
 Progress = Callable[[int, int], None]  # (papers embedded so far, papers to embed)
@@ -103,12 +103,12 @@ def ingest(
     """Bring the store in step with the given files; return what changed and the catalog.
 
     With `titles`, papers stored with neither a real nor a generated title are then given
-    one by the endpoint (rag/titles.py), those of earlier ingests included.
+    one by the endpoint (rag/corpus/titles.py), those of earlier ingests included.
 
     Fast path: when the files (size, mtime, content), the settings and the code are those
     of the last ingest, and the index has not changed since (its stamp still matches that
     ingest's snapshot), nothing is parsed or diffed: its summary is repeated, every paper
-    unchanged. Any doubt takes the normal path. See rag/snapshot.py for the stamp protocol.
+    unchanged. Any doubt takes the normal path. See rag/store/snapshot.py for the stamp protocol.
     """
     started = time.perf_counter()
     summary = IngestSummary()

@@ -108,7 +108,7 @@ class Notice(str):
 class Filters:
     """The scope of a search; None means any. Text fields match case-insensitively and
     through aliases (NeurIPS = NIPS; status "accepted" = any accepted status), the same
-    way on both retrievers (see `rag.retrieve.Scope`)."""
+    way on both retrievers (see `rag.retrieval.retrieve.Scope`)."""
 
     venue: str | None = None
     year: int | None = None
@@ -193,7 +193,7 @@ class Paper:
     site: str | None = None
     tldr: str | None = None
     sources: list[str] = field(default_factory=list)  # "path:position", every place it was seen
-    # A short title the endpoint wrote for an untitled paper (rag/titles.py): its label then,
+    # A short title the endpoint wrote for an untitled paper (rag/corpus/titles.py): its label then,
     # never its `title`, never embedded, and not part of `content_hash`. "" = its reply was
     # no usable title (not asked again); None = never asked.
     generated_title: str | None = None
@@ -285,15 +285,15 @@ class Answer:
     timings_ms: dict[str, float] = field(default_factory=dict)
     query: str = ""  # the standalone query actually retrieved (differs for follow-ups)
     flagged: list[str] = field(default_factory=list)  # answer sentences the checker doubts
-    # What the question stage read (rag/question.py) and what the answerability decision
-    # concluded (rag/answerable.py):
+    # What the question stage read (rag/question/reading.py) and what the answerability decision
+    # concluded (rag/answering/answerable.py):
     applied_filters: dict[str, Any] = field(default_factory=dict)  # {"venue": "ICLR", ...}
     intent: str = ""  # definition | figure | papers | comparison | yes_no | count | lookup
     language: str = "en"  # ISO 639-1 code of the question's language
     confidence: float | None = None  # answerability in 0..1 (higher: better supported)
     follow_up: bool = False  # read as a follow-up of the previous turn
     evidence: dict[str, float] = field(default_factory=dict)  # what `confidence` is made of
-    # Questions about many papers (rag/matching.py, rag/conference.py):
+    # Questions about many papers (rag/aggregate/matching.py, rag/aggregate/conference.py):
     count: int | None = None  # a count question: how many papers match
     count_by: dict[str, dict[str, int]] | None = None  # {"year": {"2017": 3, ...}} if asked
     table: list[TableRow] | None = None  # a comparison: one row per compared source

@@ -15,7 +15,7 @@ import pytest
 
 from rag.assistant import Assistant
 from rag.config import BUNDLED_CORPUS, Settings
-from rag.embed import LocalEmbedder
+from rag.embedding.embed import LocalEmbedder
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SHARED = Path(__file__).resolve().parents[2] / "shared"

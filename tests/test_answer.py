@@ -8,8 +8,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from rag.assistant import Assistant
-from rag.citations import (
+from rag.answering.citations import (
     check,
     cited_numbers,
     draft_coverage,
@@ -17,8 +16,9 @@ from rag.citations import (
     parse_group,
     unstated,
 )
+from rag.answering.extractive import reports_figure
+from rag.assistant import Assistant
 from rag.cli import answer_json, main
-from rag.extractive import reports_figure
 from rag.text import split_sentences
 
 from .conftest import FIXTURES

@@ -8,9 +8,9 @@ import random
 import numpy as np
 import pytest
 
-from rag import answerable
-from rag.answerable import FEATURES, Evidence, Model, decide, fit, pick_threshold
-from rag.question import read
+from rag.answering import answerable
+from rag.answering.answerable import FEATURES, Evidence, Model, decide, fit, pick_threshold
+from rag.question.reading import read
 from rag.types import Hit, Paper
 
 

@@ -9,9 +9,9 @@ from click.testing import CliRunner
 
 from eval.bench import TARGETS, even_sample, format_table
 from eval.peer import distinct, hit_rate, percentile
-from rag.backends import BACKENDS
 from rag.cli import main
 from rag.config import BUNDLED_CORPUS
+from rag.embedding.backends import BACKENDS
 
 from .conftest import FIXTURES
 

@@ -15,8 +15,8 @@ import pytest
 
 from rag.assistant import Assistant
 from rag.config import BUNDLED_CORPUS, Settings
-from rag.embed import LocalEmbedder
-from rag.index import StoreError
+from rag.embedding.embed import LocalEmbedder
+from rag.store.index import StoreError
 
 from .conftest import FIXTURES
 

@@ -7,12 +7,12 @@ import itertools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rag.chunk import Chunker, count_tokens, stitch
 from rag.config import BUNDLED_CORPUS, Settings
-from rag.embed import LocalEmbedder
+from rag.corpus.chunk import Chunker, count_tokens, stitch
+from rag.corpus.load import expand_paths
+from rag.corpus.papers import FieldMap
+from rag.embedding.embed import LocalEmbedder
 from rag.ingest import read_papers
-from rag.load import expand_paths
-from rag.papers import FieldMap
 from rag.types import IngestSummary, Paper
 
 

@@ -16,13 +16,13 @@ from click.testing import CliRunner
 from eval.matchfit import candidate_rows, fit, report
 from eval.metrics import count_error, set_precision, set_recall
 from eval.questions import abstracts_in_files, load_questions, resolve_gold
-from rag import matching, tables
-from rag.answerable import Model
+from rag.aggregate import matching, tables
+from rag.aggregate.conference import group_counts
+from rag.answering.answerable import Model
 from rag.assistant import Assistant
 from rag.cli import answer_json, format_table, main
-from rag.conference import group_counts
 from rag.config import BUNDLED_CORPUS
-from rag.question import DEFAULT_COLUMNS, Vocabulary, read
+from rag.question.reading import DEFAULT_COLUMNS, Vocabulary, read
 from rag.types import Answer, Paper, Source, TableRow
 from ui.render import answer_with_references, table_html, table_markdown
 

@@ -13,12 +13,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rag import tuning
-from rag.backends import BACKENDS, FAMILY
-from rag.chunk import Chunker
 from rag.config import Settings
-from rag.embed import EmbeddingError, LocalEmbedder, ModelEmbedder, make_embedder, model_path
-from rag.index import Store, StoreError, embedded_text, recorded_family
+from rag.corpus.chunk import Chunker
+from rag.embedding import tuning
+from rag.embedding.backends import BACKENDS, FAMILY
+from rag.embedding.embed import (
+    EmbeddingError,
+    LocalEmbedder,
+    ModelEmbedder,
+    make_embedder,
+    model_path,
+)
+from rag.store.index import Store, StoreError, embedded_text, recorded_family
 
 from .test_chunk import seed_papers
 

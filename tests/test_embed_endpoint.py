@@ -9,7 +9,7 @@ import pytest
 
 from rag.assistant import Assistant
 from rag.config import Settings
-from rag.embed import EmbeddingError, EndpointEmbedder
+from rag.embedding.embed import EmbeddingError, EndpointEmbedder
 from tests.openai_server import OpenAIServer
 
 from .test_ingest import synthetic_corpus

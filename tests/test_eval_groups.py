@@ -17,7 +17,7 @@ from eval.report import plot_risk_coverage, write_report
 from eval.result import Result
 from eval.run import Variant, answer_all, filters_of, metrics_of
 from rag.assistant import Turn
-from rag.retrieve import Filters
+from rag.retrieval.retrieve import Filters
 from rag.types import Answer, Hit, Paper, Source
 
 PAPERS = {

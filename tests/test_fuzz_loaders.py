@@ -9,8 +9,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rag.load import read_records
-from rag.papers import MAX_ABSTRACT_CHARS, FieldMap, paper_from_record
+from rag.corpus.load import read_records
+from rag.corpus.papers import MAX_ABSTRACT_CHARS, FieldMap, paper_from_record
 from rag.types import Paper, Skip
 
 GOOD = (

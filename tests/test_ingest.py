@@ -18,9 +18,9 @@ import pytest
 
 from rag.assistant import Assistant
 from rag.config import BUNDLED_CORPUS, Settings
-from rag.embed import LocalEmbedder
-from rag.index import PACKED_KEY, TEXT_KEY, Store, StoreError, adopt_layout, unpacked_metadata
+from rag.embedding.embed import LocalEmbedder
 from rag.ingest import IngestLocked, ingest, ingest_lock
+from rag.store.index import PACKED_KEY, TEXT_KEY, Store, StoreError, adopt_layout, unpacked_metadata
 
 from .conftest import FIXTURES, make_settings
 

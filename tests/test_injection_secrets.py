@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 
 from rag import prompts
-from rag.answer import Answerer
+from rag.answering.answer import Answerer
 from rag.assistant import Assistant
 from rag.cli import answer_json
 from rag.config import Settings
-from rag.embed import LocalEmbedder
+from rag.embedding.embed import LocalEmbedder
 from rag.types import Source
 from tests.openai_server import (
     Behaviour,

@@ -1,4 +1,4 @@
-"""Labels for untitled abstracts (rag/labels.py): the method introduced, else the key
+"""Labels for untitled abstracts (rag/corpus/labels.py): the method introduced, else the key
 phrase of the contribution, never the abstract's first words; every seed checked."""
 
 from __future__ import annotations
@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from rag.config import BUNDLED_CORPUS
+from rag.corpus.labels import derive_label, method_name, repeated_term
+from rag.corpus.load import expand_paths
+from rag.corpus.papers import FieldMap
 from rag.ingest import read_papers
-from rag.labels import derive_label, method_name, repeated_term
-from rag.load import expand_paths
-from rag.papers import FieldMap
 from rag.types import IngestSummary, Paper
 
 

@@ -16,11 +16,12 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from rag import language, prompts
+from rag import prompts
 from rag.assistant import Assistant
 from rag.cli import main
-from rag.question import read
-from rag.translate import gloss_zh, translate
+from rag.question import language
+from rag.question.reading import read
+from rag.question.translate import gloss_zh, translate
 from tests.openai_server import OpenAIServer, Request, cite_sources, reply
 
 QUESTIONS = Path(__file__).resolve().parents[1] / "eval" / "questions"

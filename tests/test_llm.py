@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from rag import prompts
-from rag.answer import NOT_FOUND
+from rag.answering.answer import NOT_FOUND
 from rag.assistant import Assistant
-from rag.chunk import count_tokens
 from rag.cli import answer_json
 from rag.config import Settings
+from rag.corpus.chunk import count_tokens
 from rag.types import Answer
 from tests.openai_server import (
     OpenAIServer,

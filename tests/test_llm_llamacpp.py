@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 
 from rag import prompts
-from rag.answer import NOT_FOUND
+from rag.answering.answer import NOT_FOUND
+from rag.answering.citations import check, cited_numbers
 from rag.assistant import Assistant
-from rag.citations import check, cited_numbers
 from rag.llm import OnToken, Reply
 from rag.types import Answer
 from tests.llama_server import ALIAS, LlamaServer

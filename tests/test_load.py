@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from rag.config import BUNDLED_CORPUS
+from rag.corpus.load import InputError, Record, expand_paths, read_records, venue_year
+from rag.corpus.papers import FieldMap, dedupe, derive_label, paper_from_record
 from rag.ingest import read_papers
-from rag.load import InputError, Record, expand_paths, read_records, venue_year
-from rag.papers import FieldMap, dedupe, derive_label, paper_from_record
 from rag.types import IngestSummary, Paper, Skip
 
 from .conftest import FIXTURES, SHARED

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from rag.question import Vocabulary, keywords_of, read, refers_back, status_matches, venue_key
+from rag.question.reading import (
+    Vocabulary,
+    keywords_of,
+    read,
+    refers_back,
+    status_matches,
+    venue_key,
+)
 from rag.types import Filters
 
 VOCAB = Vocabulary(

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from rag.assistant import Assistant
 from rag.cli import main
-from rag.question import named_by_best_hit, read, with_acronyms
+from rag.question.reading import named_by_best_hit, read, with_acronyms
 from rag.text import mentions, split_sentences
 from rag.types import Filters
 

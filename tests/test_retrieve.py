@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rag.assistant import Assistant
-from rag.retrieve import BM25Index, Filters, _relative, _rrf
+from rag.retrieval.retrieve import BM25Index, Filters, _relative, _rrf
 
 # Each question avoids the paper's own name and rare terms; the snippet identifies the gold.
 PARAPHRASES = [

@@ -21,13 +21,13 @@ import bm25s
 import pytest
 
 import rag.ingest
-from rag import snapshot as snapshots
 from rag.assistant import Assistant
 from rag.config import Settings
-from rag.embed import LocalEmbedder
-from rag.index import Catalog, Store, StoreError
-from rag.papers import FieldMap
-from rag.retrieve import BM25Index, Filters, Retriever, TermStats
+from rag.corpus.papers import FieldMap
+from rag.embedding.embed import LocalEmbedder
+from rag.retrieval.retrieve import BM25Index, Filters, Retriever, TermStats
+from rag.store import snapshot as snapshots
+from rag.store.index import Catalog, Store, StoreError
 
 from .conftest import FIXTURES, make_settings
 from .test_chroma_server import chroma_url  # noqa: F401 - the server fixture, reused

@@ -1,5 +1,5 @@
 """Answering from the snapshot without Chroma: an embedded index's collection metadata,
-version stamp and chunk count are read from its SQLite file (`rag.index.peek`), and a
+version stamp and chunk count are read from its SQLite file (`rag.store.index.peek`), and a
 new process that answers from the snapshot never imports chromadb (~0.7 s of a cold
 `rag ask`). Every value is checked against what Chroma itself reports."""
 
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from rag.embed import LocalEmbedder
-from rag.index import STAMP_KEY, Store, _client, peek
+from rag.embedding.embed import LocalEmbedder
+from rag.store.index import STAMP_KEY, Store, _client, peek
 
 from .conftest import make_settings
 
@@ -69,7 +69,7 @@ def test_a_write_opens_chroma_and_the_stamp_follows_it(
 
 
 def test_a_wrong_model_is_refused_without_opening_chroma(seeded_index: Path) -> None:
-    from rag.index import StoreError
+    from rag.store.index import StoreError
 
     with pytest.raises(StoreError, match="was built with"):
         Store(make_settings(seeded_index), "local:another-model@128")

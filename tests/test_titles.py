@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from rag.answer import make_sources
+from rag.answering.answer import make_sources
 from rag.assistant import Assistant
-from rag.labels import derive_label
+from rag.corpus.labels import derive_label
+from rag.corpus.papers import FieldMap
+from rag.corpus.titles import GIVE_UP_AFTER, TitleJob, clean_title, generate_title, title_papers
 from rag.llm import ChatClient, LLMError
-from rag.papers import FieldMap
-from rag.titles import GIVE_UP_AFTER, TitleJob, clean_title, generate_title, title_papers
 from rag.types import Paper
 from tests.conftest import make_settings
 from tests.fakes import HashEmbedder

@@ -12,14 +12,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from rag.assistant import Assistant
-from rag.cli import main
-from rag.embed import LocalEmbedder
-from rag.errors import RagError
-from rag.index import Catalog, StoredPaper, mean_per_paper, paper_from_metadata
-from rag.labels import LABELS_VERSION
-from rag.related import UnknownPaper
-from rag.topics import (
+from rag.aggregate.topics import (
     add_map,
     build,
     cache_kind,
@@ -28,6 +21,13 @@ from rag.topics import (
     sample_per_topic,
     spell,
 )
+from rag.assistant import Assistant
+from rag.cli import main
+from rag.corpus.labels import LABELS_VERSION
+from rag.embedding.embed import LocalEmbedder
+from rag.errors import RagError
+from rag.retrieval.related import UnknownPaper
+from rag.store.index import Catalog, StoredPaper, mean_per_paper, paper_from_metadata
 from rag.types import Filters, Paper
 
 from .conftest import make_settings

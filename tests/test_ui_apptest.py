@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from rag.answering.citations import CITATION
 from rag.assistant import Assistant
-from rag.citations import CITATION
 from ui.stream import Done, ask_events
 
 from .openai_server import OpenAIServer, Request, reply

@@ -9,7 +9,7 @@ from __future__ import annotations
 import streamlit as st
 
 from rag.assistant import Assistant
-from rag.related import Related
+from rag.retrieval.related import Related
 from rag.types import Source
 from ui import render
 

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlparse
 
-from rag import language
-from rag.citations import CITATION, parse_group
-from rag.related import RelatedPaper
+from rag.answering.citations import CITATION, parse_group
+from rag.question import language
+from rag.retrieval.related import RelatedPaper
 from rag.text import overlap, split_sentences
 from rag.types import Answer, Filters, Source, SourceRef
 

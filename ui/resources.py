@@ -14,9 +14,9 @@ import streamlit as st
 
 from rag.assistant import Assistant, Conversation
 from rag.config import Settings
-from rag.embed import Embedder, make_embedder
-from rag.index import adopt_layout, recorded_family
+from rag.embedding.embed import Embedder, make_embedder
 from rag.ingest import Progress
+from rag.store.index import adopt_layout, recorded_family
 from rag.types import IngestSummary
 
 

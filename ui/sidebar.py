@@ -14,7 +14,7 @@ from typing import Any
 import streamlit as st
 
 from rag.assistant import Assistant, Conversation
-from rag.retrieve import Filters
+from rag.retrieval.retrieve import Filters
 from ui import render
 from ui.resources import endpoint_health
 from ui.upload import MAX_SKIPS_SHOWN, UPLOAD_TYPES, UploadResult, ingest_upload

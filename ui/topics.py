@@ -17,8 +17,8 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
+from rag.aggregate.topics import Topic, TopicSet
 from rag.assistant import Assistant
-from rag.topics import Topic, TopicSet
 from rag.types import Filters
 from ui import render
 from ui.related import related_list

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from rag import errors
 from rag.assistant import Assistant
-from rag.load import SUPPORTED
+from rag.corpus.load import SUPPORTED
 from rag.types import IngestSummary, Skip
 
 UPLOAD_TYPES = sorted(s.lstrip(".") for s in SUPPORTED)  # for st.file_uploader(type=...)

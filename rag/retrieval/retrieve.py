@@ -29,11 +29,11 @@ import bm25s
 import numpy as np
 import Stemmer
 
-from rag import snapshot as snapshots
 from rag.config import Settings
-from rag.embed import Embedder
-from rag.index import Catalog, Store, StoreError
-from rag.question import Vocabulary, status_matches, venue_key
+from rag.embedding.embed import Embedder
+from rag.question.reading import Vocabulary, status_matches, venue_key
+from rag.store import snapshot as snapshots
+from rag.store.index import Catalog, Store, StoreError
 from rag.text import (
     TERMS_VERSION,
     content_words,
@@ -322,7 +322,7 @@ class Retriever:
     @property
     def catalog(self) -> Catalog:
         """What the store holds (loaded once, on first use: from the on-disk snapshot when
-        it matches the store's version stamp, else from Chroma; see rag/snapshot.py)."""
+        it matches the store's version stamp, else from Chroma; see rag/store/snapshot.py)."""
         catalog = self._catalog
         if catalog is None:
             with self._lock:
@@ -537,7 +537,7 @@ class Retriever:
 
     def bm25_rows(self, query: str) -> tuple[list[str], np.ndarray]:
         """The paper of every chunk row, and each row's BM25 score for the query (what a
-        count weighs over the whole scope, rag/matching.py)."""
+        count weighs over the whole scope, rag/aggregate/matching.py)."""
         state = self._state()
         return state.catalog.paper_of, state.bm25.scores(query)
 

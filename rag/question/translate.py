@@ -31,14 +31,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
-from rag import language, prompts
+from rag import prompts
+from rag.config import DATA_DIR
 from rag.llm import Chat, LLMError
+from rag.question import language
 from rag.types import Notice
 
-GLOSSARY = Path(__file__).parent / "data" / "glossary-zh.tsv"
+GLOSSARY = DATA_DIR / "glossary-zh.tsv"
 SENSE_ORDER = 0.7  # how much more (in log papers) the index must hold a later sense
 Held = Callable[[str], float]  # an English word -> how much the index holds it (>= 0)
 

@@ -15,7 +15,7 @@
   proportion to its size; only the app draws it, so `rag topics` never pays for it.
 
 `build` and `add_map` are pure (vectors and texts in, plain data out); `topics_of` adds
-the cache, one snapshot file per index version and request (rag/snapshot.py), so asking
+the cache, one snapshot file per index version and request (rag/store/snapshot.py), so asking
 again is instant. Deliberately left out: topic hierarchies, topics over time, merging.
 """
 
@@ -33,9 +33,9 @@ from typing import Any
 
 import numpy as np
 
-from rag import snapshot
 from rag.config import Settings
-from rag.index import Store
+from rag.store import snapshot
+from rag.store.index import Store
 from rag.types import Paper
 
 # Cached topics are keyed by this module's code: a change to clustering or labelling

@@ -15,8 +15,9 @@ one tokenizer (`tokenizer.json`), so they differ only in arithmetic:
   quantised model, cosine to fp32 >= 0.999.
 
 The fp32 and bf16 backends are one *family* ("fp32": the same vectors to 1e-4); int8 is
-another. Batches are formed by the caller (rag/embed.py), texts of similar length together.
-Choosing a backend is rag/tuning.py's job.
+another. Batches are formed by the caller (rag/embedding/embed.py), texts of similar length
+together.
+Choosing a backend is rag/embedding/tuning.py's job.
 """
 
 from __future__ import annotations
@@ -29,7 +30,10 @@ import numpy as np
 
 BACKENDS = ("torch", "torch-bf16", "onnx", "onnx-int8")
 FAMILY = {"torch": "fp32", "torch-bf16": "fp32", "onnx": "fp32", "onnx-int8": "int8"}
-REDUCED_PRECISION = ("torch-bf16", "onnx-int8")  # chosen only if hit@5 holds (rag/tuning.py)
+REDUCED_PRECISION = (
+    "torch-bf16",
+    "onnx-int8",
+)  # chosen only if hit@5 holds (rag/embedding/tuning.py)
 ONNX_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
 

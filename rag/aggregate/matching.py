@@ -1,6 +1,6 @@
 """A topic + a scope -> every paper of the scope that is about it: the set a count counts.
 
-Retrieval (rag/retrieve.py) ranks the top k; a count needs a set, decided paper by paper
+Retrieval (rag/retrieval/retrieve.py) ranks the top k; a count needs a set, decided paper by paper
 over the whole scope. Each paper of the scope is weighed (the best `match_depth` by BM25
 and by cosine, which is every paper of a scope up to that size) on its evidence, each
 in about 0..1:
@@ -8,7 +8,7 @@ in about 0..1:
   - `sentence_coverage`: the same share for its best sentence (the words together:
     'speculative decoding' in one sentence, not 'speculative' here and 'decoding' there);
   - `title_coverage`: the same share for its title or derived label;
-  - `bm25`: its best chunk's BM25 score over the topic's ceiling (rag/retrieve.py);
+  - `bm25`: its best chunk's BM25 score over the topic's ceiling (rag/retrieval/retrieve.py);
   - `bm25_share`: that score over the best one in the scope;
   - `dense`: cosine of the topic to the paper's vector;
   - `dense_gap`: how far its cosine is below the best one in the scope;
@@ -30,9 +30,10 @@ from pathlib import Path
 
 import numpy as np
 
-from rag.answerable import Model
-from rag.embed import Embedder
-from rag.retrieve import Retriever, Scope
+from rag.answering.answerable import Model
+from rag.config import DATA_DIR
+from rag.embedding.embed import Embedder
+from rag.retrieval.retrieve import Retriever, Scope
 from rag.text import mentions, split_sentences
 from rag.types import Filters, Paper
 
@@ -46,7 +47,7 @@ FEATURES = (
     "dense_gap",
     "terms",
 )
-DEFAULT_MODEL = Path(__file__).parent / "data" / "match.json"
+DEFAULT_MODEL = DATA_DIR / "match.json"
 
 
 @lru_cache(maxsize=4)

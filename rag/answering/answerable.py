@@ -12,7 +12,7 @@ The evidence about the best paper (what `features` measures, each in about 0..1)
   - `rarest_missing`: the IDF of the rarest question word the abstract lacks, over the
     largest IDF ('gaussian splatting' of an index with no 'splatting': 1);
   - `terms_found`, `terms_missing`: shares of the question's distinctive terms (names,
-    quoted phrases, numbers: rag/question.py) that occur, or do not, in the abstract; a
+    quoted phrases, numbers: rag/question/reading.py) that occur, or do not, in the abstract; a
     method name the question names, found in the abstract, is strong evidence;
   - `bm25`: the best paper's BM25 score over the sum of the question's term IDFs
     (how much of the query's lexical weight it matched);
@@ -41,8 +41,9 @@ from typing import Any
 
 import numpy as np
 
-from rag import extractive
-from rag.question import Query
+from rag.answering import extractive
+from rag.config import DATA_DIR
+from rag.question.reading import Query
 from rag.text import mentions
 from rag.types import Hit
 
@@ -59,7 +60,7 @@ FEATURES = (
     "unheld",
 )
 HELD_BY = 5  # hits whose union `unheld` is measured over
-DEFAULT_MODEL = Path(__file__).parent / "data" / "answerability.json"
+DEFAULT_MODEL = DATA_DIR / "answerability.json"
 
 Coverage = Callable[[str, str], float]  # (question, text) -> 0..1
 Lexical = Callable[[str], float]  # the sum of a query's BM25 term weights (its best score)
@@ -109,7 +110,7 @@ class Model:
         cls, data: dict[str, Any], features: Sequence[str] = FEATURES, what: str = "answerability"
     ) -> Model:
         """Read the on-disk form; ValueError when a feature is not one of `features` (the
-        same form serves the count cut of rag/matching.py, over its own features)."""
+        same form serves the count cut of rag/aggregate/matching.py, over its own features)."""
         unknown = set(data["weights"]) - set(features)
         if unknown:
             raise ValueError(f"unknown {what} features: {', '.join(sorted(unknown))}")
@@ -212,7 +213,7 @@ class Decision:
 
 def decide(evidence: Evidence, model: Model) -> Decision:
     """Abstain on a missing detail or low confidence, with or without an LLM: the model
-    never answers what this refuses (rag/answer.py judges what it writes otherwise)."""
+    never answers what this refuses (rag/answering/answer.py judges what it writes otherwise)."""
     confidence = round(model.confidence(evidence.features), 4)
     if evidence.missing_detail:
         return Decision(False, confidence, evidence.missing_detail)

@@ -9,8 +9,8 @@ Every rule that reads a question lives here, with its word lists:
     many papers ...' -> count, else lookup) and what a good answer sentence holds;
   - the distinctive terms: names ('AltGDA', 'F2SA-p', 'KV'), quoted phrases, numbers;
   - whether it refers back to an earlier turn ('it', 'the second one', 'what about ...').
-It reads; it never searches. The language comes from rag/language.py; a question in
-another language is put into English by rag/translate.py and that English is read here.
+It reads; it never searches. The language comes from rag/question/language.py; a question in
+another language is put into English by rag/question/translate.py and that English is read here.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
-from rag import language
+from rag.question import language
 from rag.text import STOP, mentions
 from rag.types import Filters, Notice
 
@@ -563,7 +563,7 @@ def ordinal_of(question: str) -> int | None:
 
 
 def language_of(question: str) -> str:
-    """'GTO 是什么方法？' -> 'zh', 'kv cache compression' -> 'en' (rag/language.py)."""
+    """'GTO 是什么方法？' -> 'zh', 'kv cache compression' -> 'en' (rag/question/language.py)."""
     return language.detect(question)
 
 

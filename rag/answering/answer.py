@@ -1,7 +1,7 @@
 """Query + retrieved papers -> an Answer with checked citations (LLM or extractive).
 
 Both paths share the sources (numbered in retrieval order: `[n]` is `sources[n-1]`) and
-one answerability decision (rag/answerable.py): the answer abstains when the evidence
+one answerability decision (rag/answering/answerable.py): the answer abstains when the evidence
 is below the fitted threshold, with or without an LLM (the model is not asked then).
 The LLM path streams tokens, then checks every citation and judges the reply against the
 sources and the offline answer (rag/citations.judge): a reply that does not hold up, like
@@ -20,13 +20,14 @@ from typing import Any
 
 import numpy as np
 
-from rag import answerable, extractive, language, prompts, structured
-from rag.chunk import count_tokens
-from rag.citations import CheckedAnswer, Verdict, check, cited_numbers, judge
+from rag import prompts
+from rag.answering import answerable, extractive, structured
+from rag.answering.citations import CheckedAnswer, Verdict, check, cited_numbers, judge
 from rag.config import Settings
-from rag.embed import Embedder
+from rag.corpus.chunk import count_tokens
+from rag.embedding.embed import Embedder
 from rag.llm import Chat, LLMError, OnReset, OnToken
-from rag.question import Query
+from rag.question.reading import Query, language
 from rag.text import overlap, split_sentences
 from rag.types import Answer, Hit, Notice, Source, SourceRef
 
@@ -149,7 +150,7 @@ class Answerer:
         return "llm" if mode == "llm" and self.client is not None else "extractive"
 
     def evidence(self, query: Query, hits: list[Hit]) -> answerable.Evidence:
-        """What speaks for an answer (see rag/answerable.py): in the best hit, or for a
+        """What speaks for an answer (see rag/answering/answerable.py): in the best hit, or for a
         question after several papers, in the most convincing of the first three."""
         vector = self.embedder.embed_query(query.text)
         held = answerable.unheld(query, hits, self.rarest_missing)

@@ -1,6 +1,6 @@
 """The offline answerer: pick and cite the abstract sentences that answer the question.
 
-What a question asks for (its `Query`, rag/question.py) decides what a good answer is:
+What a question asks for (its `Query`, rag/question/reading.py) decides what a good answer is:
   - a definition ("what is X?") leads with the sentence that introduces X ("We propose
     X, a ..."), then what X achieves;
   - a figure ("how much / how many / what speedup ...") wants a sentence with a number;
@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from rag.question import NAME, Query
+from rag.question.reading import NAME, Query
 from rag.text import mentions, overlap, plain, split_sentences
 from rag.types import Hit, Source
 

@@ -8,7 +8,7 @@ are measured, on the bundled seeds:
 
 - `bulk`, for documents (ingest, answer sentences in number): the highest texts/s;
 - `query`, for one text at a time: the lowest median latency, in the same family as
-  `bulk` (rag/backends.py), so queries meet the vectors they are compared with; among
+  `bulk` (rag/embedding/backends.py), so queries meet the vectors they are compared with; among
   the ONNX backends where the family has one: torch's import costs ~2-3 s of every new
   `rag ask` (cold start 1.5 -> 5.5 s on the seeds), more than its faster queries ever
   save (bf16 on one thread: 5.1 ms, ONNX fp32 5.2 ms, same run).
@@ -34,10 +34,11 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from rag.backends import BACKENDS, FAMILY, REDUCED_PRECISION
+from rag.config import BUNDLED_CORPUS, DATA_DIR
+from rag.embedding.backends import BACKENDS, FAMILY, REDUCED_PRECISION
 
-QUALITY_FILE = Path(__file__).parent / "data" / "backend_quality.json"
-SEEDS = Path(__file__).parent / "data" / "iclr2026"
+QUALITY_FILE = DATA_DIR / "backend_quality.json"
+SEEDS = BUNDLED_CORPUS
 TUNING_FILE = "tuning.json"
 QUALITY_TOLERANCE = 0.01  # hit@5 a reduced-precision backend may lose against fp32
 # Instruction sets that decide which kernels are fast: int8 dot products (VNNI), bf16

@@ -3,9 +3,9 @@
 A count ('how many ICLR 2026 papers study speculative decoding?') answers with the number,
 the papers (the first `count_cited` cited in the text, every member in `sources`, most
 probable first), the groups when asked ('per year' -> `count_by`), and a notice saying
-how the set was decided (rag/matching.py). A comparison ('compare GTO and the n-draft
+how the set was decided (rag/aggregate/matching.py). A comparison ('compare GTO and the n-draft
 paper', 'compare the papers on bilevel optimization') answers with a table, one row per
-paper, its cells quoted from the abstracts (rag/tables.py). Both are made the same way
+paper, its cells quoted from the abstracts (rag/aggregate/tables.py). Both are made the same way
 with or without an LLM endpoint: what they state is the abstracts' own words.
 """
 
@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Sequence
 
-from rag import tables
-from rag.answer import make_sources
-from rag.matching import Matches
-from rag.question import Query
+from rag.aggregate import tables
+from rag.aggregate.matching import Matches
+from rag.answering.answer import make_sources
+from rag.question.reading import Query
 from rag.text import split_sentences
 from rag.types import Answer, Hit, Notice, Paper, Source, TableRow
 

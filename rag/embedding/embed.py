@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from rag import tuning
-from rag.backends import FAMILY, Runner, load_runner
 from rag.config import Settings
+from rag.embedding import tuning
+from rag.embedding.backends import FAMILY, Runner, load_runner
+from rag.embedding.tuning import Choice
 from rag.errors import RagError
-from rag.tuning import Choice
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -154,13 +154,13 @@ def _load_sentence_transformer(path: Path, threads: int) -> SentenceTransformer:
 SMALL_CALL = 64  # fewer texts than this go through the query backend (see ModelEmbedder)
 # One thread for the query backend: a short query is no faster on two (ONNX, 12 questions:
 # p50 3.0 ms on one thread, 3.3 ms on two, with other work on the machine), and the other
-# core runs the BM25 search meanwhile (rag/retrieve.py).
+# core runs the BM25 search meanwhile (rag/retrieval/retrieve.py).
 QUERY_THREADS = 1
 
 
 class ModelEmbedder:
     """The bundled model without sentence-transformers: its tokenizer plus one forward pass
-    per batch, on the backend measured fastest here (rag/tuning.py) or the one forced.
+    per batch, on the backend measured fastest here (rag/embedding/tuning.py) or the one forced.
 
     Texts are tokenized once, sorted by length and cut into batches, each padded only to
     its own longest text (a batch of titles is not padded to 128). Queries go through the
@@ -169,7 +169,7 @@ class ModelEmbedder:
     import alone takes ~2 s, more than 64 texts ever save. Once it is loaded (an ingest,
     a caller embedding in batches of 16), every batch goes through it. Every backend of
     a family gives the same vectors to cosine 0.9999, and the family is recorded in the
-    index (rag/index.py).
+    index (rag/store/index.py).
     """
 
     def __init__(

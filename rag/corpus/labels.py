@@ -11,7 +11,7 @@ In order of preference:
    showing ...' -> 'Statistical theory for high-dimensional imbalanced linear classification'.
 3. Its most repeated multi-word term ('Entropic barriers').
 Never its first words: "Model merging methods combine models with ..." names nothing.
-Labels are derived again whenever a paper is read (rag/index.py), so a better rule
+Labels are derived again whenever a paper is read (rag/store/index.py), so a better rule
 shows in an existing index without re-ingest.
 """
 
@@ -91,7 +91,7 @@ _BROKEN = re.compile(r"\b([a-z]+)- ([a-z]+)\b")  # 'opti- mizer': a line-end hyp
 
 def paper_label(title: str | None, generated: str | None, abstract: str) -> str:
     """What a paper is shown as: its real title, else the title the endpoint wrote for it
-    (rag/titles.py), else the label derived here."""
+    (rag/corpus/titles.py), else the label derived here."""
     return title or generated or derive_label(abstract)
 
 

@@ -3,7 +3,7 @@
 Ids are stable across re-ingest: an OpenReview id as-is, another external id namespaced
 by its file ("nips2017/3768": bare numbers repeat across venues), else a hash of the
 normalised abstract ("a-3f1a9c..."). A record without a title gets a derived display
-label kept apart from titles (rag/labels.py: the method it introduces, "GN-IVO: Group-
+label kept apart from titles (rag/corpus/labels.py: the method it introduces, "GN-IVO: Group-
 Normalized Implicit Value Optimization", else its contribution's key phrase).
 """
 
@@ -15,8 +15,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from rag.labels import derive_label
-from rag.load import Record, venue_year
+from rag.corpus.labels import derive_label
+from rag.corpus.load import Record, venue_year
 from rag.types import Paper, Skip, SourceRef, content_hash
 
 # Field names tried in order, per paper attribute; `--field abstract=summary` puts a

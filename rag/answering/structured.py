@@ -6,7 +6,7 @@ With RAG_LLM_STRUCTURED the endpoint is held to a JSON schema (OpenAI's and vLLM
 ids can only be the sentences shown (`[2.3]` is sentence 3 of source 2: an enum in the
 schema). The cited answer is written here: each claim, then the sources of its evidence
 as `[n]`; a claim whose evidence sentences do not support it is flagged, as the citation
-check does for free text (rag/citations.py), and the judge weighs both paths alike.
+check does for free text (rag/answering/citations.py), and the judge weighs both paths alike.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from rag.citations import CITATION, CheckedAnswer, cited_numbers, supported
+from rag.answering.citations import CITATION, CheckedAnswer, cited_numbers, supported
 from rag.text import split_sentences
 from rag.types import Source
 

@@ -16,10 +16,10 @@ The snapshot is a cache, never the truth:
 Files, in `<index_dir>/snapshot/<collection>/` (with a server, `<collection>@<url hash>/`:
 the index folder is then this machine's cache, and the stamp tells it of other machines'
 writes):
-  catalog.snap    the Catalog (rag/index.py)
+  catalog.snap    the Catalog (rag/store/index.py)
   manifest.snap   the last ingest's inputs (files with size, mtime and sha256; chunking and
                   field settings) and what it read, for the re-ingest fast path (rag/ingest.py)
-  retrieval.snap  BM25 arrays and term document frequencies (rag/retrieve.py)
+  retrieval.snap  BM25 arrays and term document frequencies (rag/retrieval/retrieve.py)
 Each is a magic line, a JSON header line (format, kind, stamp, payload size and sha256),
 then the pickled payload; unpickling admits only the few classes a snapshot holds.
 """
@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from rag.config import Settings
-from rag.index import Catalog, Store
+from rag.store.index import Catalog, Store
 from rag.types import Skip
 
 FORMAT = 2  # bump when a payload's layout changes: older files are then ignored
@@ -51,16 +51,25 @@ WRITING = "writing-"  # prefix of the stamp an ingest sets before its first writ
 _LEFTOVER_S = 600  # a temp file this old belongs to a killed writer
 _PYTHON = f"{sys.version_info[0]}.{sys.version_info[1]}"
 _ALLOWED = {
-    ("rag.index", "Catalog"),
-    ("rag.index", "StoredPaper"),
+    ("rag.store.index", "Catalog"),
+    ("rag.store.index", "StoredPaper"),
     ("rag.types", "Paper"),
     ("rag.types", "Skip"),
-    ("rag.snapshot", "Inputs"),
-    ("rag.snapshot", "Manifest"),
+    ("rag.store.snapshot", "Inputs"),
+    ("rag.store.snapshot", "Manifest"),
 }
 # Modules whose code decides what an ingest stores: a change to any of them makes the
 # manifest of an earlier ingest stale (the re-ingest then takes the normal path).
-_PIPELINE = ("chunk", "index", "ingest", "load", "papers", "text", "types")
+# The modules whose code decides what a snapshot holds (paths under rag/).
+_PIPELINE = (
+    "corpus/chunk",
+    "store/index",
+    "ingest",
+    "corpus/load",
+    "corpus/papers",
+    "text",
+    "types",
+)
 
 log = logging.getLogger(__name__)
 
@@ -200,7 +209,7 @@ def load_catalog(store: Store, stamp: str | None) -> Catalog | None:
         _ignore(folder(store.settings) / "catalog.snap", "chunk count differs")
         return None
     catalog.stamp = stamp
-    catalog.relabel()  # labels follow the current rule (rag/labels.py), not the saved one
+    catalog.relabel()  # labels follow the current rule (rag/corpus/labels.py), not the saved one
     return catalog
 
 
@@ -284,7 +293,7 @@ def inputs_of(
 
 def _pipeline_hash() -> str:
     digest = hashlib.sha256()
-    here = Path(__file__).parent
+    here = Path(__file__).parents[1]
     for name in _PIPELINE:
         try:
             digest.update((here / f"{name}.py").read_bytes())

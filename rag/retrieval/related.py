@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from rag.errors import RagError
-from rag.index import Catalog
+from rag.store.index import Catalog
 from rag.types import Paper
 
 

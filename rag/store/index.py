@@ -22,11 +22,11 @@ from urllib.parse import urlparse
 
 import numpy as np
 
-from rag.chunk import stitch
 from rag.config import Settings
-from rag.embed import MAX_TOKENS
+from rag.corpus.chunk import stitch
+from rag.corpus.labels import LABELS_VERSION, paper_label
+from rag.embedding.embed import MAX_TOKENS
 from rag.errors import RagError
-from rag.labels import LABELS_VERSION, paper_label
 from rag.types import Chunk, Paper, split_chunk_id
 
 PAGE = 5000  # rows per `get` page when loading the catalog
@@ -43,8 +43,8 @@ HNSW = {"hnsw:space": SPACE, "hnsw:construction_ef": 40}
 # documents get a full-text index (unused here) that made writes ~1.8x slower.
 PACKED_KEY = "rag"
 TEXT_KEY = "text"  # the chunk's text inside the packed JSON (a key of its own until 2026-12)
-FAMILY_KEY = "embed_family"  # collection metadata: "fp32" or "int8" (rag/backends.py)
-STAMP_KEY = "rag_stamp"  # collection metadata: changes with every write (see rag/snapshot.py)
+FAMILY_KEY = "embed_family"  # collection metadata: "fp32" or "int8" (rag/embedding/backends.py)
+STAMP_KEY = "rag_stamp"  # collection metadata: changes with every write (see rag/store/snapshot.py)
 
 
 class StoreError(RagError, RuntimeError):

@@ -1,0 +1,1 @@
+"""Questions over many papers: counts, comparison tables and topics."""

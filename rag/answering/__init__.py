@@ -1,0 +1,1 @@
+"""Ranked papers -> a cited answer: abstention, extractive and LLM answers, checks."""

@@ -1,0 +1,1 @@
+"""Files -> papers -> chunks: loading, merging duplicates, labels, titles, chunks."""

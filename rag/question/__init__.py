@@ -1,0 +1,1 @@
+"""A typed question -> a Query: intent, scope, terms, follow-ups, language, translation."""

@@ -1,0 +1,1 @@
+"""Query -> ranked papers: hybrid dense + BM25 retrieval, spelling, related papers."""
