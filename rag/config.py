@@ -158,6 +158,14 @@ class Settings(BaseSettings):
         "(it is offered that answer to improve); below it the offline answer is shown. "
         "0 turns the bound off (e.g. for a strong model that answers in its own words).",
     )
+    llm_min_new_words: float = Field(
+        0.2,
+        ge=0,
+        le=1,
+        description="Share of a model answer's content words that the offline answer lacks, "
+        "below which it only cuts the offline answer down and that answer is shown instead "
+        "(fitted with SmolLM2-135M on eval/questions/natural.jsonl: see docs/answers.md).",
+    )
     llm_structured: Literal["off", "json_schema", "json_object"] = Field(
         "off",
         description="Structured answers: claims tied to sentence ids under a JSON schema the "

@@ -16,6 +16,7 @@ import pytest
 from rag.assistant import Assistant
 from rag.config import BUNDLED_CORPUS, Settings
 from rag.embedding.embed import LocalEmbedder
+from tests.fakes import HashEmbedder
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SHARED = Path(__file__).resolve().parents[2] / "shared"
@@ -72,3 +73,44 @@ def seeded(seeded_index: Path, embedder: LocalEmbedder) -> Iterator[Assistant]:
 def assistant_factory(seeded_index: Path, embedder: LocalEmbedder) -> Callable[..., Assistant]:
     """Assistants over the seeded index with extra settings (e.g. an endpoint URL)."""
     return lambda **overrides: Assistant(make_settings(seeded_index, **overrides), embedder)
+
+
+# -- fakes by default: the seeds under HashEmbedder, for tests where the model is not the
+# point (HTTP, faults, storage, CLI plumbing, UI render). They find papers by their words.
+
+
+@pytest.fixture(scope="session")
+def hashed_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled seeds indexed with `HashEmbedder` vectors (built once per session)."""
+    folder = tmp_path_factory.mktemp("hashed") / "index"
+    Assistant(make_settings(folder), HashEmbedder()).ingest([BUNDLED_CORPUS])
+    return folder
+
+
+@pytest.fixture
+def fake_factory(hashed_index: Path) -> Callable[..., Assistant]:
+    """Assistants over the hash-embedded seeds with extra settings (no model loaded)."""
+    return lambda **overrides: Assistant(make_settings(hashed_index, **overrides), HashEmbedder())
+
+
+@pytest.fixture
+def fake_embedder() -> HashEmbedder:
+    """A fresh `HashEmbedder` (it counts its calls)."""
+    return HashEmbedder()
+
+
+@pytest.fixture
+def fake_seeded(fake_factory: Callable[..., Assistant]) -> Assistant:
+    """An extractive assistant over the hash-embedded seeds (do not ingest into it)."""
+    return fake_factory()
+
+
+# The fixtures that load the real embedding model (directly or through the seeded index).
+REAL_MODEL = {"embedder", "seeded_index", "seeded", "assistant_factory"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test that loads the real model `model`, so `make check` can leave it out."""
+    for item in items:
+        if REAL_MODEL & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.model)

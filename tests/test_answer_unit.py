@@ -27,9 +27,9 @@ def hashed_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def scripted(hashed_index: Path) -> Callable[..., tuple[Assistant, ScriptedChat]]:
-    def build(*replies: object) -> tuple[Assistant, ScriptedChat]:
+    def build(*replies: object, **overrides: object) -> tuple[Assistant, ScriptedChat]:
         chat = ScriptedChat(list(replies))  # type: ignore[arg-type]
-        settings: Settings = make_settings(hashed_index)
+        settings: Settings = make_settings(hashed_index, **overrides)
         return Assistant(settings, HashEmbedder(), chat=chat), chat
 
     return build
@@ -50,7 +50,7 @@ def test_the_model_sees_numbered_sources_and_bad_citations_are_removed(
         assert draft, "the offline answer is offered as a draft"
         return f"AltGDA alternates the players' updates [1][9]. {draft.group(1)}"
 
-    assistant, chat = scripted(improved)
+    assistant, chat = scripted(improved, llm_min_new_words=0.0)  # it adds one short sentence
     tokens: list[str] = []
     answer = assistant.ask("what is AltGDA?", mode="llm", on_token=tokens.append)
     assert answer.mode == "llm" and answer.citations == [1]
@@ -58,6 +58,28 @@ def test_the_model_sees_numbered_sources_and_bad_citations_are_removed(
     assert [n.code for n in answer.notices] == ["citations_removed"]
     user = chat.calls[0][1]["content"]
     assert '<source n="1"' in user and "Question: what is AltGDA?" in user
+
+
+def test_a_reply_that_only_cuts_the_quoted_answer_down_gives_way_to_it(
+    scripted: Callable[..., tuple],
+) -> None:
+    """What SmolLM2 does most: it returns the draft it was offered with clauses dropped."""
+
+    def trimmed(messages: list[dict[str, str]]) -> str:
+        draft = re.search(r"<draft>\n(.*?)\n</draft>", messages[-1]["content"], re.S)
+        assert draft
+        first = re.split(r"(?<=\[\d\])\s+", draft.group(1))[0]
+        words = first.split()
+        return " ".join(words[: len(words) // 2] + words[-1:])  # half of it, still cited
+
+    assistant, _ = scripted(trimmed)
+    answer = assistant.ask("what is AltGDA?", mode="llm")
+    offline = assistant.ask("what is AltGDA?", mode="extractive")
+    assert answer.mode == "extractive" and answer.answer == offline.answer
+    assert answer.generation is not None and not answer.generation["kept"]
+    assert answer.generation["new_words"] < 0.2
+    assert any("only repeats parts of the quoted answer" in r for r in answer.generation["reasons"])
+    assert answer.draft and answer.draft != answer.answer
 
 
 def test_a_model_that_says_not_found_does_not_overrule_the_offline_answer(

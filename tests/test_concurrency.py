@@ -9,11 +9,13 @@ from eval.peer import percentile
 from rag.assistant import Assistant
 
 
-def test_sixteen_concurrent_questions_match_their_sequential_answers(seeded: Assistant) -> None:
+def test_sixteen_concurrent_questions_match_their_sequential_answers(
+    fake_seeded: Assistant,
+) -> None:
     questions = (QUESTIONS * 2)[:16]
-    expected = {q: [s.paper_id for s in seeded.ask(q).sources] for q in set(questions)}
+    expected = {q: [s.paper_id for s in fake_seeded.ask(q).sources] for q in set(questions)}
     with ThreadPoolExecutor(max_workers=16) as pool:
-        answers = list(pool.map(seeded.ask, questions))
+        answers = list(pool.map(fake_seeded.ask, questions))
     assert [a.question for a in answers] == questions
     for answer in answers:
         assert [s.paper_id for s in answer.sources] == expected[answer.question]

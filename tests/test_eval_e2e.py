@@ -1,6 +1,6 @@
-"""`rag eval run | compare | check` end to end through click, on copies of the seeded index.
+"""`rag eval run | compare | check` end to end through click, on copies of the fake_seeded index.
 
-The copies keep the session's seeded index untouched; the runs ingest the seeds again
+The copies keep the session's fake_seeded index untouched; the runs ingest the seeds again
 (a no-op: 0 chunks embedded) exactly as a user's run would.
 """
 

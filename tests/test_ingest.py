@@ -21,6 +21,7 @@ from rag.config import BUNDLED_CORPUS, Settings
 from rag.embedding.embed import LocalEmbedder
 from rag.ingest import IngestLocked, ingest, ingest_lock
 from rag.store.index import PACKED_KEY, TEXT_KEY, Store, StoreError, adopt_layout, unpacked_metadata
+from tests.fakes import HashEmbedder
 
 from .conftest import FIXTURES, make_settings
 
@@ -47,9 +48,9 @@ A3 = (
 
 
 def test_reingest_embeds_nothing_and_changes_update_in_place(
-    tmp_path: Path, settings_factory: SettingsFactory, embedder: LocalEmbedder
+    tmp_path: Path, settings_factory: SettingsFactory, fake_embedder: HashEmbedder
 ) -> None:
-    assistant = Assistant(settings_factory(), embedder)
+    assistant = Assistant(settings_factory(), fake_embedder)
     corpus = write_list(tmp_path / "list.txt", [A1, A2])
     first = assistant.ingest([corpus])
     assert (first.papers_new, first.chunks_embedded, first.total_papers) == (
@@ -76,9 +77,9 @@ def test_reingest_embeds_nothing_and_changes_update_in_place(
 
 
 def test_external_ids_update_in_place_and_sources_accumulate(
-    tmp_path: Path, settings_factory: SettingsFactory, embedder: LocalEmbedder
+    tmp_path: Path, settings_factory: SettingsFactory, fake_embedder: HashEmbedder
 ) -> None:
-    assistant = Assistant(settings_factory(), embedder)
+    assistant = Assistant(settings_factory(), fake_embedder)
     record = {
         "id": "WidGet1234",
         "title": "Widgets",
@@ -105,9 +106,9 @@ def test_external_ids_update_in_place_and_sources_accumulate(
 
 
 def test_bad_records_are_reported_and_good_ones_kept(
-    settings_factory: SettingsFactory, embedder: LocalEmbedder
+    settings_factory: SettingsFactory, fake_embedder: HashEmbedder
 ) -> None:
-    assistant = Assistant(settings_factory(), embedder)
+    assistant = Assistant(settings_factory(), fake_embedder)
     summary = assistant.ingest([FIXTURES / "copilot.json", FIXTURES / "records.csv"])
     assert summary.papers_new == 4
     assert {(Path(s.file).name, s.position) for s in summary.skipped} == {
@@ -219,10 +220,10 @@ def test_killed_ingest_leaves_a_consistent_index_that_a_rerun_completes(
 
 
 def test_per_paper_vectors_are_shared_by_a_papers_chunks(
-    tmp_path: Path, settings_factory: SettingsFactory, embedder: LocalEmbedder
+    tmp_path: Path, settings_factory: SettingsFactory, fake_embedder: HashEmbedder
 ) -> None:
     settings = settings_factory(embed_unit="paper", chunk_tokens=40, chunk_overlap=8)
-    assistant = Assistant(settings, embedder)
+    assistant = Assistant(settings, fake_embedder)
     long = " ".join([A1, A2, A3])  # ~100 tokens: three chunks of 40
     assistant.ingest([write_list(tmp_path / "list.txt", [long, A3])])
     catalog = assistant.retriever.catalog
@@ -231,11 +232,11 @@ def test_per_paper_vectors_are_shared_by_a_papers_chunks(
     vectors = np.asarray(got["embeddings"])
     first = catalog.texts[catalog.ids.index(multi.chunk_ids[0])]
     assert np.allclose(vectors, vectors[0], atol=1e-6)  # one vector for the whole paper
-    assert np.allclose(vectors[0], embedder.embed([first])[0], atol=1e-5)
+    assert np.allclose(vectors[0], fake_embedder.embed([first])[0], atol=1e-5)
     hits = assistant.search("a retrieval benchmark of paraphrased questions", retriever="hybrid")
     assert hits[0].paper.abstract in (A3, long)
     with pytest.raises(StoreError, match="RAG_EMBED_UNIT"):
-        Store(settings.model_copy(update={"embed_unit": "chunk"}), embedder.name)
+        Store(settings.model_copy(update={"embed_unit": "chunk"}), fake_embedder.name)
 
 
 def test_texts_cut_shorter_make_another_embedding_model() -> None:
@@ -266,11 +267,11 @@ def test_an_existing_index_is_opened_the_way_it_was_built(
 
 @pytest.mark.parametrize("layout", ["document", "flat"])
 def test_an_index_written_in_an_earlier_layout_still_loads(
-    layout: str, tmp_path: Path, settings_factory: SettingsFactory, embedder: LocalEmbedder
+    layout: str, tmp_path: Path, settings_factory: SettingsFactory, fake_embedder: HashEmbedder
 ) -> None:
     """Before 2026-11 the text was the Chroma document; until 2026-12 every field (the
     text among them) was a metadata key of its own. Both read as the packed layout does."""
-    assistant = Assistant(settings_factory(), embedder)
+    assistant = Assistant(settings_factory(), fake_embedder)
     assistant.ingest([write_list(tmp_path / "list.txt", [A1, A2])])
     expected = assistant.store.load_catalog()
     collection = assistant.store.collection

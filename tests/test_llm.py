@@ -74,17 +74,17 @@ def prompt_tokens(request: Request) -> int:
 # -- the endpoint is used ---------------------------------------------------------------
 
 
-def test_endpoint_given_by_field_name(assistant_factory: Factory, server: OpenAIServer) -> None:
-    """`assistant_factory(base_url=..., api_key=...)` must talk to that endpoint."""
-    assistant = assistant_factory(base_url=server.base_url, api_key=KEY)
+def test_endpoint_given_by_field_name(fake_factory: Factory, server: OpenAIServer) -> None:
+    """`fake_factory(base_url=..., api_key=...)` must talk to that endpoint."""
+    assistant = fake_factory(base_url=server.base_url, api_key=KEY)
     assert assistant.settings.base_url == server.base_url
     answer = assistant.ask(QUESTION)
     assert answer.mode == "llm"
     assert [r.headers["authorization"] for r in server.chat_requests] == [f"Bearer {KEY}"]
 
 
-def test_endpoint_health_lists_the_models(assistant_factory: Factory, server: OpenAIServer) -> None:
-    ok, description = assistant_factory(**endpoint(server)).endpoint_health()
+def test_endpoint_health_lists_the_models(fake_factory: Factory, server: OpenAIServer) -> None:
+    ok, description = fake_factory(**endpoint(server)).endpoint_health()
     assert ok, description
     assert "test-model" in description
     assert [r.path for r in server.requests] == ["/v1/models"]
@@ -93,8 +93,8 @@ def test_endpoint_health_lists_the_models(assistant_factory: Factory, server: Op
 # -- answers ----------------------------------------------------------------------------
 
 
-def test_non_streamed_answer_is_cited(assistant_factory: Factory, server: OpenAIServer) -> None:
-    answer = assistant_factory(**endpoint(server, llm_model="m-1")).ask(QUESTION)
+def test_non_streamed_answer_is_cited(fake_factory: Factory, server: OpenAIServer) -> None:
+    answer = fake_factory(**endpoint(server, llm_model="m-1")).ask(QUESTION)
 
     (request,) = server.chat_requests
     assert not request.stream
@@ -117,9 +117,9 @@ def test_non_streamed_answer_is_cited(assistant_factory: Factory, server: OpenAI
     assert data["sources"][0]["cited"] is True
 
 
-def test_streamed_tokens_arrive_in_order(assistant_factory: Factory, server: OpenAIServer) -> None:
+def test_streamed_tokens_arrive_in_order(fake_factory: Factory, server: OpenAIServer) -> None:
     received: list[str] = []
-    answer = assistant_factory(**endpoint(server)).ask(QUESTION, on_token=received.append)
+    answer = fake_factory(**endpoint(server)).ask(QUESTION, on_token=received.append)
 
     (request,) = server.chat_requests
     assert request.stream
@@ -133,9 +133,9 @@ def test_streamed_tokens_arrive_in_order(assistant_factory: Factory, server: Ope
 
 
 def test_prompt_holds_system_sources_and_question(
-    assistant_factory: Factory, server: OpenAIServer
+    fake_factory: Factory, server: OpenAIServer
 ) -> None:
-    assistant = assistant_factory(**endpoint(server))
+    assistant = fake_factory(**endpoint(server))
     answer = assistant.ask(QUESTION)
 
     (request,) = server.chat_requests
@@ -154,9 +154,13 @@ def test_prompt_holds_system_sources_and_question(
 
 
 def test_small_context_window_leaves_sources_out(
-    assistant_factory: Factory, server: OpenAIServer
+    fake_factory: Factory, server: OpenAIServer
 ) -> None:
-    answer = assistant_factory(**endpoint(server, context_window=1024)).ask(QUESTION)
+    # the scripted reply quotes a source: judged as a copy, it would give way to the
+    # quoted answer (test_a_reply_that_only_cuts_the_quoted_answer_down...)
+    answer = fake_factory(**endpoint(server, context_window=1024, llm_min_new_words=0.0)).ask(
+        QUESTION
+    )
 
     (request,) = server.chat_requests
     shown = sources_in(request)
@@ -171,14 +175,12 @@ def test_small_context_window_leaves_sources_out(
 # -- citation checking --------------------------------------------------------------------
 
 
-def test_citation_to_missing_source_is_removed(
-    assistant_factory: Factory, server: OpenAIServer
-) -> None:
+def test_citation_to_missing_source_is_removed(fake_factory: Factory, server: OpenAIServer) -> None:
     def with_bad_citation(request: Request) -> str:
         return f"{first_sentence(sources_in(request)[1])} [1][9]."
 
     server.default = reply(with_bad_citation)
-    answer = assistant_factory(**endpoint(server)).ask(QUESTION)
+    answer = fake_factory(**endpoint(server, llm_min_new_words=0.0)).ask(QUESTION)  # a quote
 
     assert "[9]" not in answer.answer
     assert answer.answer.endswith("[1].")
@@ -188,9 +190,7 @@ def test_citation_to_missing_source_is_removed(
     assert_citations_point_at_sources(answer)
 
 
-def test_unsupported_sentences_are_flagged(
-    assistant_factory: Factory, server: OpenAIServer
-) -> None:
+def test_unsupported_sentences_are_flagged(fake_factory: Factory, server: OpenAIServer) -> None:
     """One doubtful sentence of four: the answer holds, the sentence is flagged."""
     unrelated = "Quantum chromodynamics explains gluon confinement inside heavy hadrons [2]."
 
@@ -198,7 +198,7 @@ def test_unsupported_sentences_are_flagged(
         return f"{cite_sources(request, 3)} {unrelated}"
 
     server.default = reply(mostly_cited)
-    answer = assistant_factory(**endpoint(server)).ask(QUESTION)
+    answer = fake_factory(**endpoint(server)).ask(QUESTION)
 
     assert answer.mode == "llm"
     assert answer.flagged == [unrelated]
@@ -211,6 +211,7 @@ def test_unsupported_sentences_are_flagged(
         "reasons": [],
         "unsupported_share": 0.25,
         "draft_coverage": answer.generation["draft_coverage"],
+        "new_words": answer.generation["new_words"],
     }
     assert answer.draft == ""
 
@@ -238,7 +239,7 @@ def assert_replaced(answer: Answer, offline: Answer, reason: str) -> None:
 
 
 def test_a_mostly_unsupported_answer_is_replaced_by_the_offline_one(
-    assistant_factory: Factory, server: OpenAIServer
+    fake_factory: Factory, server: OpenAIServer
 ) -> None:
     uncited = "Bananas ripen quickly in warm tropical plantations."
     unrelated = "Quantum chromodynamics explains gluon confinement inside heavy hadrons [2]."
@@ -247,7 +248,7 @@ def test_a_mostly_unsupported_answer_is_replaced_by_the_offline_one(
         return f"{first_sentence(sources_in(request)[1])} [1]. {uncited} {unrelated}"
 
     server.default = reply(mixed)
-    assistant = assistant_factory(**endpoint(server))
+    assistant = fake_factory(**endpoint(server))
     answer = assistant.ask(QUESTION)
 
     assert_replaced(answer, offline_answer(assistant), "2 of 3 claims lack support")
@@ -255,14 +256,12 @@ def test_a_mostly_unsupported_answer_is_replaced_by_the_offline_one(
     assert answer.flagged == []  # the shown answer is quoted: nothing in it is doubted
 
 
-def test_an_answer_citing_nothing_is_replaced(
-    assistant_factory: Factory, server: OpenAIServer
-) -> None:
+def test_an_answer_citing_nothing_is_replaced(fake_factory: Factory, server: OpenAIServer) -> None:
     server.default = reply(
         "A team at the University of California, Berkeley showed that AltGDA converges "
         "faster than simultaneous GDA in 2019."
     )
-    assistant = assistant_factory(**endpoint(server))
+    assistant = fake_factory(**endpoint(server))
     answer = assistant.ask(QUESTION)
 
     assert_replaced(answer, offline_answer(assistant), "it cites no source")
@@ -270,7 +269,7 @@ def test_an_answer_citing_nothing_is_replaced(
 
 
 def test_invented_figures_and_names_are_unsupported(
-    assistant_factory: Factory, server: OpenAIServer
+    fake_factory: Factory, server: OpenAIServer
 ) -> None:
     """Words shared with the cited abstract do not cover a figure or a name it never
     states: two such sentences of three sink the answer."""
@@ -283,17 +282,17 @@ def test_invented_figures_and_names_are_unsupported(
         )
 
     server.default = reply(invented)
-    assistant = assistant_factory(**endpoint(server))
+    assistant = fake_factory(**endpoint(server))
     answer = assistant.ask(QUESTION)
 
     assert_replaced(answer, offline_answer(assistant), "2 of 3 claims lack support")
 
 
 def test_the_model_saying_not_found_does_not_overrule_the_offline_decision(
-    assistant_factory: Factory, server: OpenAIServer
+    fake_factory: Factory, server: OpenAIServer
 ) -> None:
     server.default = reply("The answer is not found in the indexed abstracts.")
-    assistant = assistant_factory(**endpoint(server))
+    assistant = fake_factory(**endpoint(server))
     answer = assistant.ask(QUESTION)
 
     assert not answer.abstained
@@ -302,9 +301,9 @@ def test_the_model_saying_not_found_does_not_overrule_the_offline_decision(
 
 
 def test_what_the_offline_stage_refuses_is_never_sent_to_the_model(
-    assistant_factory: Factory, server: OpenAIServer
+    fake_factory: Factory, server: OpenAIServer
 ) -> None:
-    answer = assistant_factory(**endpoint(server)).ask("What is the best sourdough recipe?")
+    answer = fake_factory(**endpoint(server)).ask("What is the best sourdough recipe?")
 
     assert answer.abstained
     assert answer.answer.startswith(NOT_FOUND)
@@ -313,10 +312,10 @@ def test_what_the_offline_stage_refuses_is_never_sent_to_the_model(
 
 
 def test_a_strong_models_well_cited_answer_is_shown_unchanged(
-    assistant_factory: Factory, server: OpenAIServer
+    fake_factory: Factory, server: OpenAIServer
 ) -> None:
     received: list[str] = []
-    answer = assistant_factory(**endpoint(server)).ask(QUESTION, on_token=received.append)
+    answer = fake_factory(**endpoint(server)).ask(QUESTION, on_token=received.append)
 
     (request,) = server.chat_requests
     sent = cite_sources(request)
@@ -328,6 +327,7 @@ def test_a_strong_models_well_cited_answer_is_shown_unchanged(
         "reasons": [],
         "unsupported_share": 0.0,
         "draft_coverage": answer.generation["draft_coverage"],
+        "new_words": answer.generation["new_words"],
     }
     assert answer.generation["draft_coverage"] >= Settings().llm_min_draft_coverage
     assert answer.draft == "" and answer.flagged == [] and answer.notices == []
@@ -336,12 +336,12 @@ def test_a_strong_models_well_cited_answer_is_shown_unchanged(
 
 
 def test_a_streamed_answer_that_is_replaced_says_so_in_the_terminal(
-    assistant_factory: Factory, server: OpenAIServer, capsys: pytest.CaptureFixture[str]
+    fake_factory: Factory, server: OpenAIServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from rag.cli import print_answer
 
     server.default = reply("Gradient methods are popular in machine learning these days.")
-    answer = assistant_factory(**endpoint(server)).ask(QUESTION, on_token=lambda t: None)
+    answer = fake_factory(**endpoint(server)).ask(QUESTION, on_token=lambda t: None)
     print_answer(answer, streamed=True)
 
     out, err = capsys.readouterr()
@@ -353,16 +353,14 @@ def test_a_streamed_answer_that_is_replaced_says_so_in_the_terminal(
 # -- follow-ups -------------------------------------------------------------------------
 
 
-def test_follow_up_is_condensed_then_searched(
-    assistant_factory: Factory, server: OpenAIServer
-) -> None:
+def test_follow_up_is_condensed_then_searched(fake_factory: Factory, server: OpenAIServer) -> None:
     def condense_or_answer(request: Request) -> str:
         if request.content("system") == prompts.CONDENSE_SYSTEM:
             return f'"{CONDENSED}"'
         return cite_sources(request)
 
     server.default = reply(condense_or_answer)
-    assistant = assistant_factory(**endpoint(server))
+    assistant = fake_factory(**endpoint(server))
     conversation = assistant.conversation()
     first = conversation.ask(QUESTION)
     second = conversation.ask(FOLLOW_UP)
@@ -387,10 +385,10 @@ def test_follow_up_is_condensed_then_searched(
 
 
 def test_condensed_query_is_its_first_line_unquoted(
-    assistant_factory: Factory, server: OpenAIServer
+    fake_factory: Factory, server: OpenAIServer
 ) -> None:
     """A model that quotes the query and adds a remark still yields the bare query."""
-    assistant = assistant_factory(**endpoint(server))
+    assistant = fake_factory(**endpoint(server))
     conversation = assistant.conversation()
     conversation.ask(QUESTION)
     server.script(reply(f'"{CONDENSED}"\n(I resolved "it" to AltGDA.)'))
@@ -415,7 +413,7 @@ def _numbered(request: Request) -> dict[str, str]:
 
 @pytest.mark.parametrize("kind", ["json_schema", "json_object"])
 def test_structured_claims_become_a_cited_answer(
-    assistant_factory: Factory, server: OpenAIServer, kind: str
+    fake_factory: Factory, server: OpenAIServer, kind: str
 ) -> None:
     """The schema's evidence enum is exactly the sentences shown; the answer is written
     from the claims, each cited to the sources of its evidence."""
@@ -429,7 +427,7 @@ def test_structured_claims_become_a_cited_answer(
 
     server.default = reply(claims)
     received: list[str] = []
-    answer = assistant_factory(**endpoint(server, llm_structured=kind)).ask(
+    answer = fake_factory(**endpoint(server, llm_structured=kind)).ask(
         QUESTION, on_token=received.append
     )
 
@@ -448,11 +446,12 @@ def test_structured_claims_become_a_cited_answer(
         "reasons": [],
         "unsupported_share": 0.0,
         "draft_coverage": answer.generation["draft_coverage"],
+        "new_words": answer.generation["new_words"],
     }
 
 
 def test_a_claim_its_evidence_does_not_state_sinks_a_structured_answer(
-    assistant_factory: Factory, server: OpenAIServer
+    fake_factory: Factory, server: OpenAIServer
 ) -> None:
     def invented(request: Request) -> str:
         ids = [i for i in _numbered(request) if i.startswith("1.")]
@@ -460,7 +459,7 @@ def test_a_claim_its_evidence_does_not_state_sinks_a_structured_answer(
         return json.dumps({"found": True, "claims": [{"text": made_up, "evidence": ids[:1]}]})
 
     server.default = reply(invented)
-    assistant = assistant_factory(**endpoint(server, llm_structured="json_schema"))
+    assistant = fake_factory(**endpoint(server, llm_structured="json_schema"))
     answer = assistant.ask(QUESTION)
 
     assert answer.generation is not None and answer.generation["path"] == "structured"
@@ -468,10 +467,10 @@ def test_a_claim_its_evidence_does_not_state_sinks_a_structured_answer(
 
 
 def test_an_endpoint_refusing_the_format_gets_free_text_from_then_on(
-    assistant_factory: Factory, server: OpenAIServer
+    fake_factory: Factory, server: OpenAIServer
 ) -> None:
     server.script(status(400, message="response_format json_schema is not supported"))
-    assistant = assistant_factory(**endpoint(server, llm_structured="json_schema"))
+    assistant = fake_factory(**endpoint(server, llm_structured="json_schema"))
     answer = assistant.ask(QUESTION)
 
     refused, free = server.chat_requests
@@ -483,10 +482,10 @@ def test_an_endpoint_refusing_the_format_gets_free_text_from_then_on(
 
 
 def test_a_reply_that_is_not_the_json_asked_for_gets_free_text(
-    assistant_factory: Factory, server: OpenAIServer
+    fake_factory: Factory, server: OpenAIServer
 ) -> None:
     server.script(reply("Sure! Here is the answer you wanted [1]."))  # schema not enforced
-    answer = assistant_factory(**endpoint(server, llm_structured="json_object")).ask(QUESTION)
+    answer = fake_factory(**endpoint(server, llm_structured="json_object")).ask(QUESTION)
 
     assert len(server.chat_requests) == 2
     assert answer.generation is not None and answer.generation["path"] == "free"

@@ -84,10 +84,10 @@ STREAMED = pytest.mark.parametrize("streamed", [False, True], ids=["json", "sse"
 
 @STREAMED
 def test_500_then_success_is_retried(
-    assistant_factory: Factory, server: OpenAIServer, streamed: bool
+    fake_factory: Factory, server: OpenAIServer, streamed: bool
 ) -> None:
     server.script(status(500))
-    answer = ask(assistant_factory(**endpoint(server.base_url)), streamed)
+    answer = ask(fake_factory(**endpoint(server.base_url)), streamed)
 
     assert len(server.chat_requests) == 2
     assert answer.mode == "llm"
@@ -97,10 +97,10 @@ def test_500_then_success_is_retried(
 
 @STREAMED
 def test_500_always_is_bounded_then_falls_back(
-    assistant_factory: Factory, server: OpenAIServer, streamed: bool
+    fake_factory: Factory, server: OpenAIServer, streamed: bool
 ) -> None:
     server.default = status(500)
-    answer = ask(assistant_factory(**endpoint(server.base_url)), streamed)
+    answer = ask(fake_factory(**endpoint(server.base_url)), streamed)
 
     assert len(server.chat_requests) == RETRIES + 1
     assert_fallback(answer, f"endpoint answered HTTP 500 (after {RETRIES + 1} attempt(s))")
@@ -108,10 +108,10 @@ def test_500_always_is_bounded_then_falls_back(
 
 @STREAMED
 def test_429_waits_for_retry_after(
-    assistant_factory: Factory, server: OpenAIServer, streamed: bool
+    fake_factory: Factory, server: OpenAIServer, streamed: bool
 ) -> None:
     server.script(status(429, retry_after=0.6))
-    answer = ask(assistant_factory(**endpoint(server.base_url)), streamed)
+    answer = ask(fake_factory(**endpoint(server.base_url)), streamed)
 
     first, second = server.chat_requests
     assert second.at - first.at >= 0.6  # not the 0.05 s backoff
@@ -124,20 +124,20 @@ def test_429_waits_for_retry_after(
 
 @STREAMED
 def test_401_is_not_retried_and_falls_back(
-    assistant_factory: Factory, server: OpenAIServer, streamed: bool
+    fake_factory: Factory, server: OpenAIServer, streamed: bool
 ) -> None:
     server.default = status(401, message="Incorrect API key provided")
-    answer = ask(assistant_factory(**endpoint(server.base_url)), streamed)
+    answer = ask(fake_factory(**endpoint(server.base_url)), streamed)
 
     assert len(server.chat_requests) == 1
     assert_fallback(answer, "endpoint answered HTTP 401 (after 1 attempt(s))")
 
 
 @STREAMED
-def test_connection_refused_falls_back(assistant_factory: Factory, streamed: bool) -> None:
+def test_connection_refused_falls_back(fake_factory: Factory, streamed: bool) -> None:
     url = f"http://127.0.0.1:{closed_port()}/v1"
     started = time.monotonic()
-    answer = ask(assistant_factory(**endpoint(url)), streamed)
+    answer = ask(fake_factory(**endpoint(url)), streamed)
 
     assert time.monotonic() - started < 5.0
     assert_fallback(answer, f"cannot reach endpoint: ConnectError (after {RETRIES + 1} attempt")
@@ -167,10 +167,10 @@ def assert_held_within_deadline(server: OpenAIServer, gave_up: list[float]) -> N
 
 @STREAMED
 def test_hang_before_headers_ends_at_the_deadline(
-    assistant_factory: Factory, server: OpenAIServer, streamed: bool
+    fake_factory: Factory, server: OpenAIServer, streamed: bool
 ) -> None:
     server.default = hang(8.0)
-    assistant = assistant_factory(**endpoint(server.base_url, llm_deadline_s=DEADLINE_S))
+    assistant = fake_factory(**endpoint(server.base_url, llm_deadline_s=DEADLINE_S))
     gave_up = gave_up_at(assistant)
     answer = ask(assistant, streamed)
 
@@ -184,10 +184,10 @@ def test_hang_before_headers_ends_at_the_deadline(
     ids=["silent", "keepalive-comments"],
 )
 def test_stall_mid_stream_ends_at_the_deadline(
-    assistant_factory: Factory, server: OpenAIServer, stalling: Behaviour
+    fake_factory: Factory, server: OpenAIServer, stalling: Behaviour
 ) -> None:
     server.default = stalling
-    assistant = assistant_factory(**endpoint(server.base_url, llm_deadline_s=DEADLINE_S))
+    assistant = fake_factory(**endpoint(server.base_url, llm_deadline_s=DEADLINE_S))
     gave_up = gave_up_at(assistant)
     received: list[str] = []
     answer = assistant.ask(QUESTION, on_token=received.append)
@@ -201,10 +201,10 @@ def test_stall_mid_stream_ends_at_the_deadline(
 
 
 def test_connection_closed_mid_stream_falls_back(
-    assistant_factory: Factory, server: OpenAIServer
+    fake_factory: Factory, server: OpenAIServer
 ) -> None:
     server.default = close(after=2)
-    answer = ask(assistant_factory(**endpoint(server.base_url)), streamed=True)
+    answer = ask(fake_factory(**endpoint(server.base_url)), streamed=True)
 
     assert len(server.chat_requests) == RETRIES + 1
     assert_fallback(answer, "stream interrupted: RemoteProtocolError")
@@ -212,10 +212,10 @@ def test_connection_closed_mid_stream_falls_back(
 
 @STREAMED
 def test_malformed_reply_falls_back(
-    assistant_factory: Factory, server: OpenAIServer, streamed: bool
+    fake_factory: Factory, server: OpenAIServer, streamed: bool
 ) -> None:
     server.default = malformed()
-    answer = ask(assistant_factory(**endpoint(server.base_url)), streamed)
+    answer = ask(fake_factory(**endpoint(server.base_url)), streamed)
 
     assert len(server.chat_requests) == RETRIES + 1
     assert_fallback(answer, "malformed reply from endpoint")
@@ -223,17 +223,17 @@ def test_malformed_reply_falls_back(
 
 @STREAMED
 def test_empty_answer_falls_back(
-    assistant_factory: Factory, server: OpenAIServer, streamed: bool
+    fake_factory: Factory, server: OpenAIServer, streamed: bool
 ) -> None:
     server.default = empty()
-    answer = ask(assistant_factory(**endpoint(server.base_url)), streamed)
+    answer = ask(fake_factory(**endpoint(server.base_url)), streamed)
 
     assert_fallback(answer, "endpoint returned an empty answer")
 
 
-def test_whitespace_answer_falls_back(assistant_factory: Factory, server: OpenAIServer) -> None:
+def test_whitespace_answer_falls_back(fake_factory: Factory, server: OpenAIServer) -> None:
     server.default = reply(" \n ")
-    answer = ask(assistant_factory(**endpoint(server.base_url)), streamed=False)
+    answer = ask(fake_factory(**endpoint(server.base_url)), streamed=False)
 
     assert_fallback(answer, "endpoint returned an empty answer")
 
@@ -242,9 +242,9 @@ def test_whitespace_answer_falls_back(assistant_factory: Factory, server: OpenAI
 
 
 def test_failed_condense_searches_with_the_previous_question(
-    assistant_factory: Factory, server: OpenAIServer
+    fake_factory: Factory, server: OpenAIServer
 ) -> None:
-    conversation = assistant_factory(**endpoint(server.base_url)).conversation()
+    conversation = fake_factory(**endpoint(server.base_url)).conversation()
     conversation.ask(QUESTION)
     server.script(status(401))  # the condense request; the answer request then succeeds
     answer = conversation.ask(FOLLOW_UP)
@@ -256,7 +256,7 @@ def test_failed_condense_searches_with_the_previous_question(
 
 
 def test_interrupted_stream_is_reset_before_the_retry(
-    assistant_factory: Factory, server: OpenAIServer
+    fake_factory: Factory, server: OpenAIServer
 ) -> None:
     server.script(close(after=2, text="Partial words here [1]."))
     server.default = reply(cite_sources)  # the retry gets a well-cited answer
@@ -267,7 +267,7 @@ def test_interrupted_stream_is_reset_before_the_retry(
         resets.append(1)
         shown.clear()  # what a display does: drop the void partial text
 
-    answer = assistant_factory(**endpoint(server.base_url)).ask(
+    answer = fake_factory(**endpoint(server.base_url)).ask(
         QUESTION, on_token=shown.append, on_reset=reset
     )
     assert resets == [1] and len(server.chat_requests) == 2

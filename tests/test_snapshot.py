@@ -28,6 +28,7 @@ from rag.embedding.embed import LocalEmbedder
 from rag.retrieval.retrieve import BM25Index, Filters, Retriever, TermStats
 from rag.store import snapshot as snapshots
 from rag.store.index import Catalog, Store, StoreError
+from tests.fakes import HashEmbedder
 
 from .conftest import FIXTURES, make_settings
 from .test_chroma_server import chroma_url  # noqa: F401 - the server fixture, reused
@@ -86,11 +87,11 @@ def corpus(tmp_path: Path) -> list[Path]:
 def test_unchanged_reingest_takes_the_fast_path_and_reports_what_a_full_run_would(
     corpus: list[Path],
     settings_factory: SettingsFactory,
-    embedder: LocalEmbedder,
+    fake_embedder: HashEmbedder,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     settings = settings_factory()
-    assistant = Assistant(settings, embedder)
+    assistant = Assistant(settings, fake_embedder)
     first = assistant.ingest(corpus)
     assert first.papers_new == first.total_papers == 5 and first.skipped
     stamp = assistant.store.stamp()
@@ -103,7 +104,7 @@ def test_unchanged_reingest_takes_the_fast_path_and_reports_what_a_full_run_woul
     with monkeypatch.context() as patch:  # neither Chroma's catalog nor the files are read
         forbid(patch, Store, "load_catalog")
         forbid(patch, rag.ingest, "read_papers")
-        summary, catalog = rag.ingest.ingest(corpus, assistant.store, embedder, settings)
+        summary, catalog = rag.ingest.ingest(corpus, assistant.store, fake_embedder, settings)
     assert (summary.papers_unchanged, summary.chunks_embedded, summary.papers_new) == (5, 0, 0)
     assert assistant.store.stamp() == stamp  # nothing written
     assert catalog_view(catalog) == catalog_view(assistant.store.load_catalog())
@@ -113,14 +114,14 @@ def test_unchanged_reingest_takes_the_fast_path_and_reports_what_a_full_run_woul
     assert without_seconds(normal) == without_seconds(summary)
     with monkeypatch.context() as patch:  # and leaves the snapshot for the next one
         forbid(patch, rag.ingest, "read_papers")
-        again, _ = rag.ingest.ingest(corpus, assistant.store, embedder, settings)
+        again, _ = rag.ingest.ingest(corpus, assistant.store, fake_embedder, settings)
     assert without_seconds(again) == without_seconds(summary)
 
     # Another Store on the same index (another process) takes the fast path too.
     with monkeypatch.context() as patch:
         forbid(patch, Store, "load_catalog")
         forbid(patch, rag.ingest, "read_papers")
-        other = Assistant(settings, embedder)
+        other = Assistant(settings, fake_embedder)
         assert without_seconds(other.ingest(corpus)) == without_seconds(summary)
         assert other.stats()["papers"] == 5
 
@@ -128,10 +129,10 @@ def test_unchanged_reingest_takes_the_fast_path_and_reports_what_a_full_run_woul
 def test_changed_content_settings_or_fields_take_the_normal_path(
     corpus: list[Path],
     settings_factory: SettingsFactory,
-    embedder: LocalEmbedder,
+    fake_embedder: HashEmbedder,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    assistant = Assistant(settings_factory(), embedder)
+    assistant = Assistant(settings_factory(), fake_embedder)
     assistant.ingest(corpus)
     calls: list[int] = []
     real_read = rag.ingest.read_papers
@@ -155,7 +156,7 @@ def test_changed_content_settings_or_fields_take_the_normal_path(
         settings_factory(chunk_overlap=8),
     ):
         calls.clear()
-        summary = Assistant(settings, embedder).ingest(corpus)
+        summary = Assistant(settings, fake_embedder).ingest(corpus)
         assert calls and (summary.papers_unchanged, summary.total_papers) == (5, 6)
 
     calls.clear()
@@ -168,9 +169,9 @@ def test_changed_content_settings_or_fields_take_the_normal_path(
 
 
 def test_prune_takes_the_fast_path_only_while_every_source_is_there(
-    tmp_path: Path, settings_factory: SettingsFactory, embedder: LocalEmbedder
+    tmp_path: Path, settings_factory: SettingsFactory, fake_embedder: HashEmbedder
 ) -> None:
-    assistant = Assistant(settings_factory(), embedder)
+    assistant = Assistant(settings_factory(), fake_embedder)
     gone = write_list(tmp_path / "gone.txt", [A3])
     assistant.ingest([gone])
     kept = write_list(tmp_path / "kept.txt", [A1, A2])
@@ -187,11 +188,11 @@ def test_a_stamp_another_writer_set_makes_the_snapshot_stale(
     tmp_path: Path,
     corpus: list[Path],
     settings_factory: SettingsFactory,
-    embedder: LocalEmbedder,
+    fake_embedder: HashEmbedder,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     settings = settings_factory()
-    first = Assistant(settings, embedder)
+    first = Assistant(settings, fake_embedder)
     first.ingest(corpus[:1])
     first.search("widgets in screenshots", retriever="bm25")
     old = json.loads(snap_file(settings, "retrieval").read_bytes().split(b"\n")[1])["stamp"]
@@ -199,10 +200,10 @@ def test_a_stamp_another_writer_set_makes_the_snapshot_stale(
     # Another writer that leaves no snapshot (e.g. on another machine).
     with monkeypatch.context() as patch:
         patch.setattr(snapshots, "write", lambda *a, **k: False)
-        Assistant(settings, embedder).ingest([corpus[1]])
-    assert Assistant(settings, embedder).store.stamp() != old
+        Assistant(settings, fake_embedder).ingest([corpus[1]])
+    assert Assistant(settings, fake_embedder).store.stamp() != old
 
-    later = Assistant(settings, embedder)
+    later = Assistant(settings, fake_embedder)
     assert later.stats()["papers"] == 3
     [hit, *_] = later.search("retrieval benchmark of scientific abstracts", retriever="bm25")
     assert hit.paper.paper_id == "RetBench01"
@@ -213,12 +214,12 @@ def test_a_stamp_another_writer_set_makes_the_snapshot_stale(
 
     # A writer that changes the chunks but not the stamp (an older rag): the chunk count
     # no longer matches the snapshot, which is ignored.
-    store = Store(settings, embedder.name)
+    store = Store(settings, fake_embedder.name)
     catalog = store.load_catalog()
     store.delete(catalog.papers["RetBench01"].chunk_ids)
     assert store.stamp() == new
     assert snapshots.load_catalog(store, new) is None
-    assert Assistant(settings, embedder).stats()["papers"] == 2
+    assert Assistant(settings, fake_embedder).stats()["papers"] == 2
 
 
 @pytest.mark.parametrize("kind", ["catalog", "retrieval", "manifest"])
@@ -228,11 +229,11 @@ def test_a_damaged_snapshot_is_ignored_and_rewritten(
     damage: str,
     corpus: list[Path],
     settings_factory: SettingsFactory,
-    embedder: LocalEmbedder,
+    fake_embedder: HashEmbedder,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     settings = settings_factory()
-    assistant = Assistant(settings, embedder)
+    assistant = Assistant(settings, fake_embedder)
     assistant.ingest(corpus)
     expected = [(h.paper.paper_id, h.score) for h in assistant.search("gradient descent")]
     path = snap_file(settings, kind)
@@ -256,7 +257,7 @@ def test_a_damaged_snapshot_is_ignored_and_rewritten(
     calls: list[int] = []
     real_read = rag.ingest.read_papers
     monkeypatch.setattr(rag.ingest, "read_papers", lambda *a: (calls.append(1), real_read(*a))[1])
-    again = Assistant(settings, embedder)
+    again = Assistant(settings, fake_embedder)
     summary = again.ingest(corpus)
     assert summary.chunks_embedded == 0 and summary.total_papers == 5
     assert bool(calls) == (kind != "retrieval")  # no manifest or catalog: the normal path
@@ -265,14 +266,14 @@ def test_a_damaged_snapshot_is_ignored_and_rewritten(
 
 
 def test_a_snapshot_loaded_retriever_finds_what_a_fresh_one_finds(
-    tmp_path: Path, seeded_index: Path, embedder: LocalEmbedder, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, hashed_index: Path, fake_embedder: HashEmbedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     index = tmp_path / "index"
-    shutil.copytree(seeded_index, index)
+    shutil.copytree(hashed_index, index)
     settings = make_settings(index)
     shutil.rmtree(snapshots.folder(settings), ignore_errors=True)
-    store = Store(settings, embedder.name)
-    fresh = Retriever(store, embedder, settings)
+    store = Store(settings, fake_embedder.name)
+    fresh = Retriever(store, fake_embedder, settings)
     questions = [
         ("Which papers improve speculative decoding?", Filters()),
         ("low-rank adapters for fine-tuning", Filters()),
@@ -296,7 +297,7 @@ def test_a_snapshot_loaded_retriever_finds_what_a_fresh_one_finds(
     assert snap_file(settings, "catalog").exists() and snap_file(settings, "retrieval").exists()
     forbid(monkeypatch, Store, "load_catalog")
     forbid(monkeypatch, bm25s.BM25, "index")
-    loaded = Retriever(Store(settings, embedder.name), embedder, settings)
+    loaded = Retriever(Store(settings, fake_embedder.name), fake_embedder, settings)
     assert run(loaded) == expected
     terms = loaded.terms
     assert (terms.n, terms.df) == (fresh.terms.n, fresh.terms.df)
@@ -324,10 +325,10 @@ def test_bm25_and_term_stats_round_trip_their_state() -> None:
 
 
 def test_an_ingest_in_the_same_process_refreshes_the_state(
-    corpus: list[Path], settings_factory: SettingsFactory, embedder: LocalEmbedder
+    corpus: list[Path], settings_factory: SettingsFactory, fake_embedder: HashEmbedder
 ) -> None:
     settings = settings_factory()
-    assistant = Assistant(settings, embedder)
+    assistant = Assistant(settings, fake_embedder)
     assistant.ingest(corpus[:1])
     question = "retrieval benchmark of scientific abstracts"
     assert assistant.search(question, retriever="bm25")[0].paper.paper_id != "RetBench01"
@@ -345,11 +346,11 @@ def test_an_interrupted_ingest_leaves_a_stamp_no_snapshot_matches(
     tmp_path: Path,
     corpus: list[Path],
     settings_factory: SettingsFactory,
-    embedder: LocalEmbedder,
+    fake_embedder: HashEmbedder,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     settings = settings_factory(ingest_batch=1)  # a write per paper
-    assistant = Assistant(settings, embedder)
+    assistant = Assistant(settings, fake_embedder)
     stored = assistant.ingest(corpus[:1]).total_chunks
     clean = assistant.store.stamp()
     bigger = write_list(tmp_path / "bigger.txt", [A3, A1 + " Extended.", A2 + " Extended."])
@@ -369,23 +370,25 @@ def test_an_interrupted_ingest_leaves_a_stamp_no_snapshot_matches(
         assistant.ingest([bigger])
     monkeypatch.setattr(Store, "write", real_write)
 
-    store = Store(settings, embedder.name)
+    store = Store(settings, fake_embedder.name)
     stamp = store.stamp()
     assert stamp != clean and stamp is not None and not snapshots.is_clean(stamp)
     for kind in ("catalog", "retrieval", "manifest"):
         assert snapshots.read(settings, kind, stamp) is None
         assert not snapshots.write(settings, kind, stamp, {"x": 1})  # never saved under it
     saved = {p.name: p.stat().st_mtime_ns for p in snapshots.folder(settings).iterdir()}
-    reader = Assistant(settings, embedder)  # sees what Chroma holds, and saves nothing
+    reader = Assistant(settings, fake_embedder)  # sees what Chroma holds, and saves nothing
     assert reader.stats()["chunks"] == store.load_catalog().n_chunks == stored + writes[0]
     assert reader.retriever.catalog.stamp is None
     reader.search("widgets")
     assert reader.store.stamp() == stamp
     assert {p.name: p.stat().st_mtime_ns for p in snapshots.folder(settings).iterdir()} == saved
 
-    rerun = Assistant(settings, embedder).ingest([bigger])  # completes the work
-    assert rerun.total_papers == 5 and snapshots.is_clean(Store(settings, embedder.name).stamp())
-    assert Assistant(settings, embedder).ingest([bigger]).papers_unchanged == 3
+    rerun = Assistant(settings, fake_embedder).ingest([bigger])  # completes the work
+    assert rerun.total_papers == 5 and snapshots.is_clean(
+        Store(settings, fake_embedder.name).stamp()
+    )
+    assert Assistant(settings, fake_embedder).ingest([bigger]).papers_unchanged == 3
 
 
 @pytest.mark.slow
@@ -416,7 +419,7 @@ def test_sigkill_mid_ingest_leaves_a_stamp_no_snapshot_matches(
 def test_an_unwritable_snapshot_folder_costs_only_speed(
     corpus: list[Path],
     settings_factory: SettingsFactory,
-    embedder: LocalEmbedder,
+    fake_embedder: HashEmbedder,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     settings = settings_factory()
@@ -429,7 +432,7 @@ def test_an_unwritable_snapshot_folder_costs_only_speed(
         real_replace(source, target)
 
     monkeypatch.setattr(os, "replace", full_disk)
-    assistant = Assistant(settings, embedder)
+    assistant = Assistant(settings, fake_embedder)
     summary = assistant.ingest(corpus)
     assert summary.total_papers == 5
     assert assistant.search("gradient descent convergence")
@@ -440,19 +443,19 @@ def test_an_unwritable_snapshot_folder_costs_only_speed(
     # A file where the snapshot folder should be: nothing can be saved, all still works.
     shutil.rmtree(folder.parent, ignore_errors=True)
     folder.parent.write_text("not a folder")
-    again = Assistant(settings, embedder)
+    again = Assistant(settings, fake_embedder)
     assert again.ingest(corpus).papers_unchanged == 5
     assert again.search("gradient descent convergence")
 
 
 def test_the_stamp_keeps_the_other_collection_metadata(
-    settings_factory: SettingsFactory, embedder: LocalEmbedder
+    settings_factory: SettingsFactory, fake_embedder: HashEmbedder
 ) -> None:
     settings = settings_factory()
-    store = Store(settings, embedder.name)
+    store = Store(settings, fake_embedder.name)
     assert store.stamp() is None
     store.set_stamp("abc")
-    assert store.stamp() == "abc" and Store(settings, embedder.name).stamp() == "abc"
+    assert store.stamp() == "abc" and Store(settings, fake_embedder.name).stamp() == "abc"
     assert (store.collection.metadata or {})["embed_model"] == store.embed_model
     with pytest.raises(StoreError, match="built with"):
         Store(settings, "api:text-embedding-3-small")
@@ -463,31 +466,31 @@ def test_server_mode_each_machine_sees_the_others_writes(
     chroma_url: str,  # noqa: F811 - the imported fixture
     tmp_path: Path,
     corpus: list[Path],
-    embedder: LocalEmbedder,
+    fake_embedder: HashEmbedder,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     def machine(name: str) -> Settings:
         return make_settings(tmp_path / name, chroma_url=chroma_url, collection="snapshot-test")
 
     a, b = machine("a"), machine("b")
-    Assistant(a, embedder).ingest(corpus[:1])
-    reader = Assistant(b, embedder)
+    Assistant(a, fake_embedder).ingest(corpus[:1])
+    reader = Assistant(b, fake_embedder)
     assert reader.stats()["papers"] == 2
     reader.search("widgets")
     assert snap_file(b, "catalog").exists() and snap_file(b, "retrieval").exists()
 
-    Assistant(a, embedder).ingest(corpus[1:2])  # machine a writes; b's snapshot is stale
-    later = Assistant(b, embedder)
+    Assistant(a, fake_embedder).ingest(corpus[1:2])  # machine a writes; b's snapshot is stale
+    later = Assistant(b, fake_embedder)
     assert later.stats()["papers"] == 3
     [hit, *_] = later.search("retrieval benchmark of scientific abstracts", retriever="bm25")
     assert hit.paper.paper_id == "RetBench01"
     similarity = later.search(A3, retriever="dense")[0].dense_similarity
     assert similarity is not None and similarity > 0.6  # still cosine after the stamp
 
-    again = Assistant(b, embedder).ingest(corpus[:2])  # b's own ingest then goes fast
+    again = Assistant(b, fake_embedder).ingest(corpus[:2])  # b's own ingest then goes fast
     forbid(monkeypatch, Store, "load_catalog")
     forbid(monkeypatch, rag.ingest, "read_papers")
-    fast = Assistant(b, embedder).ingest(corpus[:2])
+    fast = Assistant(b, fake_embedder).ingest(corpus[:2])
     assert without_seconds(fast) == without_seconds(again)
 
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from rag.embedding.embed import LocalEmbedder
 from rag.store.index import STAMP_KEY, Store, _client, peek
+from tests.fakes import HashEmbedder
 
 from .conftest import make_settings
 
@@ -31,8 +31,8 @@ print(json.dumps({"chromadb": "chromadb" in sys.modules, "opened": assistant.sto
 """
 
 
-def test_peek_reads_what_chroma_reports(seeded_index: Path) -> None:
-    settings = make_settings(seeded_index)
+def test_peek_reads_what_chroma_reports(hashed_index: Path) -> None:
+    settings = make_settings(hashed_index)
     peeked = peek(settings)
     assert peeked is not None
     collection = _client(settings).get_collection(settings.collection)
@@ -41,10 +41,10 @@ def test_peek_reads_what_chroma_reports(seeded_index: Path) -> None:
     assert isinstance(peeked.metadata[STAMP_KEY], str)
 
 
-def test_peek_declines_what_it_cannot_read(tmp_path: Path, seeded_index: Path) -> None:
+def test_peek_declines_what_it_cannot_read(tmp_path: Path, hashed_index: Path) -> None:
     assert peek(make_settings(tmp_path / "none")) is None  # no index yet
-    assert peek(make_settings(seeded_index, collection="other")) is None  # no such collection
-    assert peek(make_settings(seeded_index, chroma_url="http://127.0.0.1:9")) is None  # server
+    assert peek(make_settings(hashed_index, collection="other")) is None  # no such collection
+    assert peek(make_settings(hashed_index, chroma_url="http://127.0.0.1:9")) is None  # server
     broken = tmp_path / "broken"
     broken.mkdir()
     (broken / "chroma.sqlite3").write_bytes(b"not a database")
@@ -52,12 +52,12 @@ def test_peek_declines_what_it_cannot_read(tmp_path: Path, seeded_index: Path) -
 
 
 def test_a_write_opens_chroma_and_the_stamp_follows_it(
-    tmp_path: Path, seeded_index: Path, embedder: LocalEmbedder
+    tmp_path: Path, hashed_index: Path, fake_embedder: HashEmbedder
 ) -> None:
     index = tmp_path / "index"
-    shutil.copytree(seeded_index, index)
+    shutil.copytree(hashed_index, index)
     settings = make_settings(index)
-    store = Store(settings, embedder.name)
+    store = Store(settings, fake_embedder.name)
     assert not store.opened  # opening an existing embedded index touches no Chroma
     before = store.stamp()
     assert before == peek(settings).metadata[STAMP_KEY]  # type: ignore[union-attr]
@@ -65,14 +65,14 @@ def test_a_write_opens_chroma_and_the_stamp_follows_it(
     store.set_stamp("a-new-stamp")
     assert store.opened
     assert store.stamp() == "a-new-stamp"
-    assert Store(settings, embedder.name).stamp() == "a-new-stamp"  # seen by a new reader
+    assert Store(settings, fake_embedder.name).stamp() == "a-new-stamp"  # seen by a new reader
 
 
-def test_a_wrong_model_is_refused_without_opening_chroma(seeded_index: Path) -> None:
+def test_a_wrong_model_is_refused_without_opening_chroma(hashed_index: Path) -> None:
     from rag.store.index import StoreError
 
     with pytest.raises(StoreError, match="was built with"):
-        Store(make_settings(seeded_index), "local:another-model@128")
+        Store(make_settings(hashed_index), "local:another-model@128")
 
 
 @pytest.mark.slow

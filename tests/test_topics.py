@@ -29,6 +29,7 @@ from rag.errors import RagError
 from rag.retrieval.related import UnknownPaper
 from rag.store.index import Catalog, StoredPaper, mean_per_paper, paper_from_metadata
 from rag.types import Filters, Paper
+from tests.fakes import HashEmbedder
 
 from .conftest import make_settings
 
@@ -165,15 +166,23 @@ def test_a_stored_label_from_older_code_is_derived_again() -> None:
 
 
 @pytest.fixture
-def private(seeded_index: Path, tmp_path: Path, embedder: LocalEmbedder) -> Assistant:
+def private(hashed_index: Path, tmp_path: Path, fake_embedder: HashEmbedder) -> Assistant:
     """An assistant over a private copy of the seeds (the topics cache writes into it)."""
+    index = tmp_path / "index"
+    shutil.copytree(hashed_index, index)
+    return Assistant(make_settings(index), fake_embedder)
+
+
+@pytest.fixture
+def private_real(seeded_index: Path, tmp_path: Path, embedder: LocalEmbedder) -> Assistant:
+    """The same over the real model's seeds: what `rag topics` opens."""
     index = tmp_path / "index"
     shutil.copytree(seeded_index, index)
     return Assistant(make_settings(index), embedder)
 
 
 def test_seed_topics_hold_every_paper_once_and_are_cached(
-    private: Assistant, embedder: LocalEmbedder
+    private: Assistant, fake_embedder: HashEmbedder
 ) -> None:
     found = private.topics()
     members = [p.paper_id for t in found.topics for p in t.papers]
@@ -182,17 +191,17 @@ def test_seed_topics_hold_every_paper_once_and_are_cached(
     assert [t.size for t in found.topics] == sorted((t.size for t in found.topics), reverse=True)
     assert all(t.label and len(t.terms) >= 3 for t in found.topics)
     assert not found.mapped
-    again = Assistant(private.settings, embedder).topics(with_map=True)  # a new process
+    again = Assistant(private.settings, fake_embedder).topics(with_map=True)  # a new process
     assert again.cached and again.mapped
     assert [t.label for t in again.topics] == [t.label for t in found.topics]
     assert len(again.mapped_papers()) == 52
-    third = Assistant(private.settings, embedder).topics(with_map=True)
+    third = Assistant(private.settings, fake_embedder).topics(with_map=True)
     assert third.cached and third.mapped
 
 
-def test_topics_inside_a_scope_the_index_lacks_are_none(seeded: Assistant) -> None:
-    assert seeded.topics(Filters(venue="NeurIPS")).topics == []
-    assert seeded.topics(Filters(venue="iclr", year=2026)).n_papers == 52
+def test_topics_inside_a_scope_the_index_lacks_are_none(fake_seeded: Assistant) -> None:
+    assert fake_seeded.topics(Filters(venue="NeurIPS")).topics == []
+    assert fake_seeded.topics(Filters(venue="iclr", year=2026)).n_papers == 52
 
 
 def test_related_papers_never_include_the_paper_and_rank_by_similarity(
@@ -210,10 +219,10 @@ def test_related_papers_never_include_the_paper_and_rank_by_similarity(
     assert seeded.related(gto, filters=Filters(venue="NeurIPS")).related == []
 
 
-def test_an_unknown_paper_id_is_an_expected_error_naming_close_ids(seeded: Assistant) -> None:
-    known = next(iter(seeded.papers()))
+def test_an_unknown_paper_id_is_an_expected_error_naming_close_ids(fake_seeded: Assistant) -> None:
+    known = next(iter(fake_seeded.papers()))
     with pytest.raises(UnknownPaper) as caught:
-        seeded.related(known[:-1])
+        fake_seeded.related(known[:-1])
     assert isinstance(caught.value, RagError)
     assert repr(known) in str(caught.value)
 
@@ -221,8 +230,8 @@ def test_an_unknown_paper_id_is_an_expected_error_naming_close_ids(seeded: Assis
 # -- the CLI's --json shapes ----------------------------------------------------------------
 
 
-def test_topics_json_shape(private: Assistant) -> None:
-    index = str(private.settings.index_dir)
+def test_topics_json_shape(private_real: Assistant) -> None:
+    index = str(private_real.settings.index_dir)
     result = CliRunner().invoke(main, ["--index-dir", index, "topics", "--json", "--papers", "3"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)

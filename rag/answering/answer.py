@@ -263,6 +263,7 @@ class Answerer:
                     "reasons": [],
                     "unsupported_share": 0.0,
                     "draft_coverage": 1.0,
+                    "new_words": 1.0,
                 }
                 return answer
             verdict = Verdict(False, ["it says the abstracts do not answer, but they do"], 1.0)
@@ -276,10 +277,13 @@ class Answerer:
                 lexical=query.language == "en",
                 draft=draft,
                 min_draft_coverage=self.settings.llm_min_draft_coverage,
+                # claims written from chosen sentences may repeat them: free text only
+                min_new_words=self.settings.llm_min_new_words if path == "free" else 0.0,
             )
         generation = {"path": path, "kept": verdict.kept, "reasons": verdict.reasons}
         generation["unsupported_share"] = verdict.unsupported_share
         generation["draft_coverage"] = verdict.draft_coverage
+        generation["new_words"] = verdict.new_words
         if not verdict.kept:
             return self._rejected(offline, checked, verdict, notices, generation, llm_ms)
         if path == "structured" and on_token is not None:

@@ -140,6 +140,7 @@ class Verdict:
     reasons: list[str] = field(default_factory=list)
     unsupported_share: float = 0.0
     draft_coverage: float = 1.0  # the share of the offline answer's content words kept
+    new_words: float = 1.0  # the share of the answer's content words the offline one lacks
 
 
 def judge(
@@ -151,6 +152,7 @@ def judge(
     lexical: bool = True,
     draft: str = "",
     min_draft_coverage: float = 0.0,
+    min_new_words: float = 0.0,
 ) -> Verdict:
     """Keep the model's answer only where it holds: it cites a source; at most
     `max_unsupported` of its claims are unsupported; when the offline answer cites
@@ -159,7 +161,9 @@ def judge(
     answer is in the sources' language (English), so its words can be checked against
     theirs; an answer written in another language is held to its citations only.
     `draft`: the offline answer the model was asked to improve; an answer keeping less
-    than `min_draft_coverage` of its content words replaced the evidence instead."""
+    than `min_draft_coverage` of its content words replaced the evidence instead, and one
+    with less than `min_new_words` of words the draft lacks only cuts the draft down (it
+    adds nothing, and what it drops is what the quoted answer was chosen for)."""
     claims = _claims(checked.text)
     share = len(checked.unsupported) / len(claims) if claims else (0.0 if not lexical else 1.0)
     reasons = []
@@ -175,13 +179,24 @@ def judge(
     kept = draft_coverage(checked.text, draft)
     if lexical and draft and kept < min_draft_coverage:
         reasons.append(f"it keeps {kept:.0%} of what the quoted answer says")
+    added = new_words(checked.text, draft)
+    if lexical and draft and added < min_new_words:
+        reasons.append(f"it only repeats parts of the quoted answer ({added:.0%} new words)")
     if wants_figure and checked.citations:
         cited = " ".join(sources[n] for n in checked.citations if n in sources)
         stated = set(_NUMBER.findall(cited.replace(",", "")))
         given = set(_NUMBER.findall(CITATION.sub("", checked.text).replace(",", "")))
         if not given & stated:
             reasons.append("it gives none of the figures its sources state")
-    return Verdict(not reasons, reasons, round(share, 3), round(kept, 3))
+    return Verdict(not reasons, reasons, round(share, 3), round(kept, 3), round(added, 3))
+
+
+def new_words(answer: str, draft: str) -> float:
+    """The share of the answer's content words the draft lacks (1.0 without a draft)."""
+    given = content_words(CITATION.sub("", answer))
+    if not draft or not given:
+        return 1.0 if not draft else 0.0
+    return len(given - content_words(CITATION.sub("", draft))) / len(given)
 
 
 def draft_coverage(answer: str, draft: str) -> float:
