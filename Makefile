@@ -61,6 +61,11 @@ lint: install-dev  ## ruff (lint + format check), mypy and the import contracts 
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
+# The fast loop: no test that runs the real embedding model (marked `model`, checked in
+# tests/conftest.py), starts a server or subprocess (`slow`) or drives Chromium (`browser`).
+check: install-dev lint  ## Lint plus the fast tests (about a minute on 2 cores).
+	$(PY) -m pytest -q -m "not model and not slow and not browser"
+
 test: install-dev lint  ## Lint, type-check and run the whole test suite.
 	$(PY) -m pytest -q -ra
 

@@ -15,7 +15,7 @@ import pytest
 
 from rag.assistant import Assistant
 from rag.config import BUNDLED_CORPUS, Settings
-from rag.embedding.embed import LocalEmbedder
+from rag.embedding.embed import LocalEmbedder, ModelEmbedder
 from tests.fakes import HashEmbedder
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -114,3 +114,29 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if REAL_MODEL & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.model)
+
+
+_REAL_CALLS = [0]  # calls into the real model in this process
+
+
+def _counted(method: Callable[..., Any]) -> Callable[..., Any]:
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        _REAL_CALLS[0] += 1
+        return method(*args, **kwargs)
+
+    return wrapper
+
+
+for _real in (LocalEmbedder, ModelEmbedder):  # sentence-transformers, and the bundled model
+    _real.embed = _counted(_real.embed)  # type: ignore[method-assign]
+    _real.embed_query = _counted(_real.embed_query)  # type: ignore[method-assign]
+
+
+@pytest.fixture(autouse=True)
+def _real_model_is_marked(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test that runs the real model without the `model` marker fails: `make check`
+    leaves out only marked tests, so it stays fast only while the marks are true."""
+    before = _REAL_CALLS[0]
+    yield
+    if _REAL_CALLS[0] != before and request.node.get_closest_marker("model") is None:
+        pytest.fail("this test runs the real embedding model: mark it @pytest.mark.model")

@@ -127,6 +127,7 @@ def test_speculative_decoding_question_via_cli_json(seeded: Assistant) -> None:
     assert data["timings_ms"]["total"] > 0
 
 
+@pytest.mark.model
 def test_cli_ingest_twice_embeds_nothing_the_second_time(tmp_path: object) -> None:
     runner = CliRunner()
     index = str(tmp_path) + "/index"
@@ -140,6 +141,7 @@ def test_cli_ingest_twice_embeds_nothing_the_second_time(tmp_path: object) -> No
     ]
 
 
+@pytest.mark.model  # its first embedding call measures this CPU's backends
 def test_cli_fails_clearly_when_nothing_can_be_ingested(tmp_path: object) -> None:
     runner = CliRunner()
     bad = FIXTURES / "missing.jsonl"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from eval.bench import TARGETS, even_sample, format_table
@@ -38,6 +39,7 @@ def test_hit_rate_counts_gold_in_the_first_five_distinct_papers() -> None:
     assert hit_rate([], []) is None
 
 
+@pytest.mark.model
 def test_bench_reports_every_figure(tmp_path: object) -> None:
     result = CliRunner().invoke(
         main,
@@ -104,6 +106,7 @@ def test_bench_reports_every_figure(tmp_path: object) -> None:
         assert key in table.split("targets")[1]
 
 
+@pytest.mark.model
 def test_bench_without_peer_or_limit(tmp_path: object) -> None:
     result = CliRunner().invoke(
         main,
@@ -124,6 +127,7 @@ def test_bench_without_peer_or_limit(tmp_path: object) -> None:
     assert "cold_start_s" not in result.output
 
 
+@pytest.mark.model
 def test_bench_scores_hit_at_5_on_the_bundled_seeds(tmp_path: object) -> None:
     # The bundled ICLR 2026 seeds (the default corpus) hold the papers the eval set's gold
     # snippets name: gold resolves, so both sides are scored.

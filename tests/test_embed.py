@@ -200,6 +200,7 @@ def test_unknown_local_model_is_a_clear_error() -> None:
         model_path("some/hub-model")
 
 
+@pytest.mark.model
 def test_a_few_texts_do_not_load_the_batch_backend(cache_dir: Path) -> None:
     # one batch at a time on all cores (with a batch per core, the bulk session is the
     # one-thread session queries use)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -110,6 +111,7 @@ def test_huge_abstract_is_cut_not_dropped(tmp_path: Path) -> None:
     assert isinstance(paper, Paper) and len(paper.abstract) == MAX_ABSTRACT_CHARS
 
 
+@pytest.mark.slow
 def test_200k_line_file_streams_through(tmp_path: Path) -> None:
     path = tmp_path / "long.txt"
     lines = [f"{GOOD} Variant {i}." for i in range(200_000)]

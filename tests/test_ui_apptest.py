@@ -149,6 +149,7 @@ def _closed_port() -> int:
 # -- tests ---------------------------------------------------------------------------
 
 
+@pytest.mark.model
 def test_first_start_builds_the_bundled_index(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -335,6 +336,7 @@ def test_clear_chat_empties_the_conversation(app: Callable[..., AppTest]) -> Non
     assert at.sidebar.download_button(key="export").disabled
 
 
+@pytest.mark.model
 def test_empty_index_says_so_and_disables_the_question_box(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
