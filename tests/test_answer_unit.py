@@ -204,3 +204,20 @@ def test_a_rewrite_that_drops_the_follow_ups_words_is_not_searched(
     assert second.query == "what is AltGDA? how fast does it converge?"
     (failed,) = [n for n in second.notices if n.code == "condense_failed"]
     assert "drops the follow-up's words" in failed and rewrite[:20] in failed
+
+
+def test_the_quoted_answer_returned_unchanged_is_kept_and_a_cut_of_it_is_not() -> None:
+    from rag.answering.citations import check, judge
+
+    source = (
+        "We present GN-IVO, a novel, critic-free algorithm for aligning LLMs. "
+        "It outperforms strong RL baselines on reasoning tasks."
+    )
+    draft = source.replace(". ", ". [1] ") + " [1]"  # as the extractive answer cites
+    bounds = {"max_unsupported": 0.34, "draft": draft, "min_new_words": 0.2}
+    same = judge(check(f"  {draft}\n", {1: source}), {1: source}, **bounds)  # type: ignore[arg-type]
+    assert same.kept and same.new_words == 0.0
+    cut = judge(
+        check("We present GN-IVO for aligning LLMs. [1]", {1: source}), {1: source}, **bounds
+    )  # type: ignore[arg-type]
+    assert not cut.kept and any("only repeats parts" in r for r in cut.reasons)

@@ -64,6 +64,7 @@ def test_llm_mode_with_judge_end_to_end(
 ) -> None:
     server = OpenAIServer(reply(grade_or_answer)).start()
     monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+    monkeypatch.setenv("RAG_LLM_MIN_NEW_WORDS", "0")  # its scripted answers quote sources
     index = tmp_path / "index"
     shutil.copytree(seeded_index, index)
     # one answerable, one refused before the LLM (the records hold no authors)

@@ -180,7 +180,8 @@ def judge(
     if lexical and draft and kept < min_draft_coverage:
         reasons.append(f"it keeps {kept:.0%} of what the quoted answer says")
     added = new_words(checked.text, draft)
-    if lexical and draft and added < min_new_words:
+    same = _plain(checked.text) == _plain(draft)  # the quoted answer itself: nothing lost
+    if lexical and draft and added < min_new_words and not same:
         reasons.append(f"it only repeats parts of the quoted answer ({added:.0%} new words)")
     if wants_figure and checked.citations:
         cited = " ".join(sources[n] for n in checked.citations if n in sources)
@@ -189,6 +190,10 @@ def judge(
         if not given & stated:
             reasons.append("it gives none of the figures its sources state")
     return Verdict(not reasons, reasons, round(share, 3), round(kept, 3), round(added, 3))
+
+
+def _plain(text: str) -> str:
+    return " ".join(text.split()).casefold()
 
 
 def new_words(answer: str, draft: str) -> float:
