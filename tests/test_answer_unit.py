@@ -11,18 +11,13 @@ import pytest
 
 from rag import prompts
 from rag.assistant import Assistant
-from rag.config import BUNDLED_CORPUS, Settings
+from rag.config import Settings
 from rag.llm import LLMError
 
 from .conftest import make_settings
 from .fakes import HashEmbedder, ScriptedChat
 
-
-@pytest.fixture(scope="module")
-def hashed_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("hashed") / "index"
-    Assistant(make_settings(folder), HashEmbedder()).ingest([BUNDLED_CORPUS])
-    return folder
+# `hashed_index`: the hash-embedded seeds of tests/conftest.py
 
 
 @pytest.fixture
