@@ -297,7 +297,7 @@ class Answer:
     count: int | None = None  # a count question: how many papers match
     count_by: dict[str, dict[str, int]] | None = None  # {"year": {"2017": 3, ...}} if asked
     table: list[TableRow] | None = None  # a comparison: one row per compared source
-    # With an endpoint: how the answer was generated and judged (rag/citations.judge):
+    # With an endpoint: how the answer was generated and judged (rag.answering.citations.judge):
     # {"path": "free", "kept": false, "reasons": [...], "unsupported_share": 0.5,
     # "draft_coverage": 0.2}; `draft`: the model's checked text when it did not hold up
     # and the offline answer is shown instead.

@@ -1,12 +1,12 @@
 """Query + retrieved papers -> an Answer with checked citations (LLM or extractive).
 
 Both paths share the sources (numbered in retrieval order: `[n]` is `sources[n-1]`) and
-one answerability decision (rag/answering/answerable.py): the answer abstains when the evidence
-is below the fitted threshold, with or without an LLM (the model is not asked then).
-The LLM path streams tokens, then checks every citation and judges the reply against the
-sources and the offline answer (rag/citations.judge): a reply that does not hold up, like
-any endpoint fault, ends in the extractive answer with a notice, the reply kept as its
-`draft`.
+one answerability decision (rag/answering/answerable.py): the answer abstains when the
+evidence is below the fitted threshold, with or without an LLM (the model is not asked
+then). The LLM path streams tokens, then checks every citation and judges the reply
+against the sources and the offline answer (rag.answering.citations.judge): a reply that
+does not hold up, like any endpoint fault, ends in the extractive answer with a notice,
+the reply kept as its `draft`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ from rag.config import Settings
 from rag.corpus.chunk import count_tokens
 from rag.embedding.embed import Embedder
 from rag.llm import Chat, LLMError, OnReset, OnToken
-from rag.question.reading import Query, language
+from rag.question import language
+from rag.question.reading import Query
 from rag.text import overlap, split_sentences
 from rag.types import Answer, Hit, Notice, Source, SourceRef
 
