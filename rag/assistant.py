@@ -25,7 +25,7 @@ from rag.aggregate.conference import count_answer, table_answer
 from rag.aggregate.topics import TopicSet, topics_of
 from rag.answering.answer import Answerer, abstention
 from rag.answering.answerable import Model
-from rag.answering.citations import MARKUP
+from rag.answering.citations import CITATION, MARKUP
 from rag.config import BUNDLED_CORPUS, Settings
 from rag.corpus.papers import FieldMap
 from rag.corpus.titles import TitleJob, TitleProgress, generate_title
@@ -580,6 +580,10 @@ class Conversation:
         query = kept[0] if kept else ""
         if not query or query.casefold() == question.casefold():
             raise LLMError("the model did not rewrite the follow-up")
+        # A rewrite is a search query: one carrying citation markers ('... reaches 90% [1]')
+        # copies a sentence of the previous answer instead of rewriting the follow-up.
+        if CITATION.search(query):
+            raise LLMError(f"the model's rewrite ({query[:80]!r}) copies the previous answer")
         # A rewrite keeps what the follow-up itself asks: one that drops most of its words
         # ('how much does it increase acceptance length?' -> a sentence of an abstract) or
         # carries markup is no rewrite of it.

@@ -29,8 +29,19 @@ USER = """Sources:
 {sources}
 {draft}
 Question: {question}
-
+{intent}
 Answer with [n] citations after every sentence."""
+
+# What the question asks for (rag/question/reading.py's intent), said in one line after it:
+# a small model answers the shape it is told ("a figure") far more often than it infers it.
+INTENT = {
+    "definition": "It asks what something is: say what it is and what it does.",
+    "figure": "It asks for a figure: give the number the sources state, and what it measures.",
+    "papers": "It asks which papers: name each paper that fits, by its label.",
+    "count": "It asks how many papers: name each paper that fits, by its label.",
+    "comparison": "It asks for a comparison: say how the methods differ, citing each.",
+    "yes_no": "It asks yes or no: begin with Yes or No, then give the reason.",
+}
 
 # The offline answer (sentences quoted from the sources, cited), offered to improve on.
 DRAFT = """

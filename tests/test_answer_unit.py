@@ -201,6 +201,26 @@ def test_a_rewrite_that_drops_the_follow_ups_words_is_not_searched(
     assert "drops the follow-up's words" in failed and rewrite[:20] in failed
 
 
+def test_a_rewrite_that_copies_a_cited_sentence_of_the_answer_is_not_searched(
+    scripted: Callable[..., tuple],
+) -> None:
+    """A small model asked to rewrite 'how fast does it converge?' can return a sentence
+    of its previous answer, markers and all: it keeps the follow-up's words, yet searching
+    it finds that sentence again rather than the detail asked."""
+    assistant, _chat = scripted(
+        "AltGDA is alternating gradient descent-ascent [1].",
+        "AltGDA converges fast in two-player zero-sum games [1].",
+        "It converges [1].",
+    )
+    conversation = assistant.conversation()
+    conversation.ask("what is AltGDA?", mode="llm")
+    second = conversation.ask("how fast does it converge?", mode="llm")
+
+    assert second.query == "what is AltGDA? how fast does it converge?"
+    (failed,) = [n for n in second.notices if n.code == "condense_failed"]
+    assert "copies the previous answer" in failed
+
+
 def test_the_quoted_answer_returned_unchanged_is_kept_and_a_cut_of_it_is_not() -> None:
     from rag.answering.citations import check, judge
 

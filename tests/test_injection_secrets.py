@@ -22,6 +22,7 @@ from rag.answering.answer import Answerer
 from rag.assistant import Assistant
 from rag.cli import answer_json
 from rag.config import Settings
+from rag.question.reading import read
 from rag.types import Source
 from tests.fakes import HashEmbedder
 from tests.openai_server import (
@@ -94,7 +95,8 @@ def test_injected_instruction_stays_inside_its_source(
     # (the draft, the offline answer, sits in delimiters of its own and is data too)
     outside = re.sub(r"<source n=.*?</source>|<draft>.*?</draft>", "", user, flags=re.S)
     offered = prompts.DRAFT.format(draft="") if "<draft>" in user else ""
-    template = prompts.USER.format(sources="", draft=offered, question=QUESTION)
+    asks = prompts.INTENT[read(QUESTION).intent]  # what the question asks for, said after it
+    template = prompts.USER.format(sources="", draft=offered, question=QUESTION, intent=asks)
     template = re.sub(r"<draft>.*?</draft>", "", template, flags=re.S)
     assert outside.split() == template.split()
     drafted = re.findall(r"<draft>(.*?)</draft>", user, flags=re.S)

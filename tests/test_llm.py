@@ -153,6 +153,31 @@ def test_prompt_holds_system_sources_and_question(
     assert prompt_tokens(request) + request.body["max_tokens"] <= window
 
 
+@pytest.mark.parametrize(
+    ("question", "intent"),
+    [
+        (
+            "how much faster does alternating gradient descent-ascent converge than simultaneous "
+            "GDA?",
+            "figure",
+        ),
+        ("what is AltGDA?", "definition"),
+        ("which papers study alternating gradient descent-ascent?", "papers"),
+    ],
+)
+def test_the_prompt_says_what_the_question_asks_for(
+    fake_factory: Factory, server: OpenAIServer, question: str, intent: str
+) -> None:
+    assistant = fake_factory(**endpoint(server))
+    assistant.ask(question)
+
+    (request,) = server.chat_requests
+    user = request.content("user")
+    assert f"Question: {question}\n{prompts.INTENT[intent]}\n" in user
+    others = [line for key, line in prompts.INTENT.items() if line != prompts.INTENT[intent]]
+    assert not any(line in user for line in others)
+
+
 def test_small_context_window_leaves_sources_out(
     fake_factory: Factory, server: OpenAIServer
 ) -> None:

@@ -333,7 +333,7 @@ class Answerer:
         assert self.client is not None
         sources = make_sources(hits)
         messages, shown, notices = self.build_messages(
-            query.question, sources, query.language, draft
+            query.question, sources, query.language, draft, query.intent
         )
         reply = self.client.complete(messages, on_token=on_token, on_reset=on_reset)
         if not reply.text.strip():
@@ -395,22 +395,33 @@ class Answerer:
         return offline
 
     def build_messages(
-        self, question: str, sources: list[Source], language_code: str = "en", draft: str = ""
+        self,
+        question: str,
+        sources: list[Source],
+        language_code: str = "en",
+        draft: str = "",
+        intent: str = "lookup",
     ) -> tuple[list[dict[str, str]], list[Source], list[Notice]]:
         """Fit as many sources as the context window allows, counted with tiktoken; a
         question in another language is answered in it (`language_code`, ISO 639-1);
         `draft`, the offline answer, is offered to improve on where the space the
         sources leave holds it (sources first: a small window gets the evidence, not a
-        copy of it) and every source it cites is shown."""
+        copy of it) and every source it cites is shown; `intent` (definition, figure,
+        papers, ...) is said in one line after the question."""
         offered = prompts.DRAFT.format(draft=_defuse(draft)) if draft else ""
         instruction = _instruction(language_code)
-        fixed = prompts.SYSTEM + prompts.USER.format(sources="", draft="", question=question)
+        asks = prompts.INTENT.get(intent, "")
+        fixed = prompts.SYSTEM + prompts.USER.format(
+            sources="", draft="", question=question, intent=asks
+        )
         shown, blocks, budget, notices = self._fit(sources, fixed + instruction, _source_block)
         numbers = {source.n for source in shown}
         if offered and (count_tokens(offered) > budget or not set(cited_numbers(draft)) <= numbers):
             offered = ""
         user = (
-            prompts.USER.format(sources="\n\n".join(blocks), draft=offered, question=question)
+            prompts.USER.format(
+                sources="\n\n".join(blocks), draft=offered, question=question, intent=asks
+            )
             + instruction
         )
         messages = [
