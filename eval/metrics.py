@@ -137,6 +137,7 @@ class Outcome:
     judge: Mapping[str, float | None] = field(default_factory=dict)
     group: str = ""  # the question's style tag; "" reports it under its kind
     language: str = "en"
+    split: str = "dev"  # the question's split (dev / test), reported apart
     scope: Scope | None = None
     cited_sources: tuple[CitedSource, ...] = ()  # metadata of the cited sources
     confidence: float | None = None  # the answer's own answerability score, if it gave one
@@ -406,7 +407,7 @@ def split(outcomes: Sequence[Outcome], key: Callable[[Outcome], str]) -> dict[st
 
 
 def summarise(outcomes: Sequence[Outcome]) -> dict[str, Any]:
-    """Metrics overall, per kind / group / language, recall@k curves and the risk-coverage
+    """Metrics overall, per kind / group / language / split, recall@k curves and the risk-coverage
     curve: the body of metrics.json."""
     kinds = split(outcomes, lambda o: o.kind)
     return {
@@ -419,6 +420,10 @@ def summarise(outcomes: Sequence[Outcome]) -> dict[str, Any]:
         "per_language": {
             lang: summarise_group(group)
             for lang, group in split(outcomes, lambda o: o.language).items()
+        },
+        "per_split": {
+            name: summarise_group(group)
+            for name, group in split(outcomes, lambda o: o.split).items()
         },
         "recall_at_k": {
             "k": list(CURVE_KS),

@@ -9,7 +9,8 @@ partial gold set would be wrong in either direction.
 
 Besides gold, a question may carry its style tag (`group`, default its `kind`), its
 language (`language`, ISO 639-1, default "en"), the scope it names (`scope`: venue, year,
-status) and `follow_up_of`: the id of an earlier question it follows in one conversation.
+status), `follow_up_of`: the id of an earlier question it follows in one conversation,
+and its `split` (`dev`, the default, or `test`: see eval/questions/README.md).
 
 Deliberately left out: any fuzzy matching. A snippet that does not match verbatim is a
 defect in the question set, reported as such.
@@ -45,7 +46,9 @@ _KEYS = {
     "scope",
     "language",
     "paper",
+    "split",
 }
+SPLITS = ("dev", "test")
 _SCOPE_KEYS = ("venue", "year", "status")
 _LANGUAGE = re.compile(r"[a-z]{2}")
 
@@ -70,6 +73,7 @@ class Question:
     scope: Scope | None = None  # the venue / year / status the question names
     language: str = "en"  # ISO 639-1
     paper: str | None = None  # a `related` question's paper: a snippet or "id:<paper id>"
+    split: str = "dev"  # dev: tune on it freely; test: written before the change it measures
 
     @property
     def group_name(self) -> str:
@@ -166,6 +170,7 @@ def parse_question(line: str, number: int = 0) -> Question:
         scope=_scope(data),
         language=_language(data),
         paper=paper,
+        split=_split(data),
     )
 
 
@@ -230,6 +235,13 @@ def _scope(data: dict[str, Any]) -> Scope | None:
         year=year,
         status=status.strip() if status else None,
     )
+
+
+def _split(data: dict[str, Any]) -> str:
+    value = data.get("split", "dev")
+    if value not in SPLITS:
+        raise ValueError(f"`split` must be one of {', '.join(SPLITS)}, got {value!r}")
+    return str(value)
 
 
 def _language(data: dict[str, Any]) -> str:

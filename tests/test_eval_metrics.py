@@ -333,6 +333,20 @@ def test_summarise_splits_by_group_and_language() -> None:
     assert de["questions"] == 2 and de["hit@1"] == 1.0
     assert de["abstention_precision"] == 0.0 and de["false_abstention_rate"] == 1.0
     assert result["per_language"]["en"]["questions"] == 3
+    assert list(result["per_split"]) == ["dev"]  # no split given: dev
+
+
+def test_summarise_reports_dev_and_test_apart() -> None:
+    outcomes = [
+        Outcome("lookup", True, frozenset({"g"}), ("g",), frozenset({"g"})),
+        Outcome("lookup", True, frozenset({"g"}), ("x",), frozenset({"x"}), split="test"),
+        Outcome("lookup", True, frozenset({"g"}), ("g",), abstained=True, split="test"),
+    ]
+    per_split = summarise(outcomes)["per_split"]
+    assert list(per_split) == ["dev", "test"]
+    assert per_split["dev"]["hit@1"] == 1.0 and per_split["dev"]["false_abstention_rate"] == 0.0
+    assert per_split["test"]["questions"] == 2 and per_split["test"]["hit@1"] == 0.5
+    assert per_split["test"]["false_abstention_rate"] == 0.5
 
 
 # -- risk and coverage ---------------------------------------------------------------------

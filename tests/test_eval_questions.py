@@ -103,6 +103,21 @@ def test_no_gold_means_not_scored_without_a_problem() -> None:
     assert resolve() == (None, [])
 
 
+@pytest.mark.parametrize("name", ["iclr2026.jsonl", "natural.jsonl", "test.jsonl"])
+def test_the_shipped_sets_keep_dev_and_test_apart(name: str) -> None:
+    """The test set is its own file, every line `split: test`; the sets tuned on are dev."""
+    splits = {q.split for q in load_questions(Path("eval/questions") / name)}
+    assert splits == ({"test"} if name == "test.jsonl" else {"dev"})
+
+
+def test_the_shipped_test_set_resolves_against_the_seeds() -> None:
+    questions = load_questions("eval/questions/test.jsonl")
+    result = resolve_gold(questions, abstracts_in_files([BUNDLED_CORPUS]))
+    assert [str(p) for p in result.problems] == []
+    counts = [q for q in questions if q.kind == "count"]
+    assert counts and all(len(result.ids[q.id] or ()) == len(q.gold) for q in counts)
+
+
 def test_the_shipped_set_resolves_against_the_seeds() -> None:
     questions = load_questions(QUESTIONS)
     result = resolve_gold(questions, abstracts_in_files([BUNDLED_CORPUS]))
@@ -142,6 +157,10 @@ def test_new_keys_are_read() -> None:
     assert q.scope == Scope(venue="ICLR", year=2026, status="Poster")
     assert q.scope.to_dict() == {"venue": "ICLR", "year": 2026, "status": "Poster"}
     assert q.language == "de"
+    assert q.split == "dev"  # the default: questions the code may be tuned on
+    assert (
+        parse_question(json.dumps({"id": "b", "question": "Q?", "split": "test"})).split == "test"
+    )
 
 
 def test_a_partial_scope_leaves_the_rest_open() -> None:
@@ -165,6 +184,7 @@ def test_a_partial_scope_leaves_the_rest_open() -> None:
         ({"language": "english"}, "`language`"),
         ({"language": "e1"}, "`language`"),
         ({"language": None}, "`language`"),
+        ({"split": "train"}, "`split`"),
     ],
 )
 def test_bad_new_keys_name_file_and_line(
