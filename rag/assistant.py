@@ -315,10 +315,17 @@ class Assistant:
             return bool(read_q.topic)
         return read_q.intent == "comparison" and bool(read_q.compared or read_q.topic)
 
+    def _topic_names(self, read_q: Query) -> tuple[str, ...]:
+        """The names a count or comparison topic holds: those typed as names, and the
+        words the abstracts write as one ('clip' -> CLIP; see `Retriever.written_names`)."""
+        written = self.retriever.written_names(read_q.topic)
+        return tuple(dict.fromkeys((*read_q.terms, *written)))
+
     def about_many(self, read_q: Query, applied: Filters) -> Answer:
         """Answer a count or a comparison (rag/aggregate/conference.py) inside the applied scope."""
         if read_q.intent == "count":
-            matches = self.matcher.match(read_q.topic, self.match_model, applied, read_q.terms)
+            names = self._topic_names(read_q)
+            matches = self.matcher.match(read_q.topic, self.match_model, applied, names)
             fitted_on = int(self.match_model.about.get("questions", 0))
             coverage = self.retriever.terms.coverage
             return count_answer(
@@ -328,7 +335,8 @@ class Assistant:
         if read_q.compared:
             hits = self._one_each(read_q.compared, applied)
         else:
-            matches = self.matcher.match(read_q.topic, self.match_model, applied, read_q.terms)
+            names = self._topic_names(read_q)
+            matches = self.matcher.match(read_q.topic, self.match_model, applied, names)
             rows = matches.members[: self.settings.table_rows]
             hits = [Hit(c.paper, round(c.probability, 4)) for c in rows]
             if not hits:

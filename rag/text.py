@@ -65,13 +65,16 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
 
 
 _ACRONYM_PLURAL = re.compile(r"\b([A-Z]{2,})s\b")  # "LLMs" -> "LLM"
+# A name coined on an acronym holds it as a word too: "ActiveDPO" -> "ActiveDPO DPO",
+# "NeuCLIP" -> "NeuCLIP CLIP", "ConNAS" -> "ConNAS NAS" (BM25 and content words see DPO).
+_COINED = re.compile(r"\b([A-Z]?[a-z]+)([A-Z]{3,})\b")
 # British -ise spellings: "optimisation" must meet "optimization" after stemming.
 _BRITISH = re.compile(r"\b(\w{3,})is(e|ed|es|ing|ation|ations|er|ers)\b")
 
 
 # Inline LaTeX around a name's pieces: "F${}^2$SA-$p$" is typed "F2SA-p", "90\%" "90%".
 _LATEX_GLUE = re.compile(r"\$?\{\}\^|[${}]|\\(?=[%&#_])")
-TERMS_VERSION = 4  # bump when `normalise_terms` changes: saved BM25 state is then rebuilt
+TERMS_VERSION = 5  # bump when `normalise_terms` changes: saved BM25 state is then rebuilt
 
 
 def plain(text: str) -> str:
@@ -81,8 +84,8 @@ def plain(text: str) -> str:
 
 def mentions(text: str, term: str) -> bool:
     """Tell whether a text names a term as a word, case, a plural and LaTeX glue aside:
-    'F2SA-p' in 'F${}^2$SA-$p$', 'LLM' in 'LLMs', 'DCT' in 'DCT-based'; 'DeMo' not in
-    'demonstrate'."""
+    'F2SA-p' in 'F${}^2$SA-$p$', 'LLM' in 'LLMs', 'DCT' in 'DCT-based', 'DPO' in the
+    name 'ActiveDPO'; 'DeMo' not in 'demonstrate', 'CLIP' not in 'clipping'."""
     return bool(_term_pattern(term).search(plain(text)))
 
 
@@ -96,13 +99,16 @@ def _term_pattern(term: str) -> re.Pattern[str]:
     if re.fullmatch(r"\d+(?:\.\d+)?", term):
         return re.compile(rf"(?<![\d.]){body}(?!\d|\.\d)")  # '3' is not in '3.4'
     if re.fullmatch(r"[A-Z][A-Z0-9]+", term):
-        return re.compile(rf"(?<![a-z]){body}(?:s)?(?![a-z])")
+        # also the end of a name coined on it: 'DPO' in 'ActiveDPO', 'CLIP' in 'NeuCLIP'
+        return re.compile(rf"(?<![a-z]){body}(?:s)?(?![a-z])|(?<=[a-z]){body}(?![\w-])")
     return re.compile(rf"(?<![\w]){body}(?:e?s)?(?![\w])", re.I)
 
 
 def normalise_terms(text: str) -> str:
-    """Spell terms one way before tokenising: 'LLMs optimised' -> 'LLM optimized'."""
-    return _BRITISH.sub(r"\1iz\2", _ACRONYM_PLURAL.sub(r"\1", plain(text)))
+    """Spell terms one way before tokenising: 'LLMs optimised' -> 'LLM optimized', and
+    a name coined on an acronym also as the acronym: 'ActiveDPO' -> 'ActiveDPO DPO'."""
+    text = _ACRONYM_PLURAL.sub(r"\1", plain(text))
+    return _BRITISH.sub(r"\1iz\2", _COINED.sub(r"\1\2 \2", text))
 
 
 def _words(text: str) -> list[str]:

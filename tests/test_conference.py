@@ -250,3 +250,31 @@ def test_the_table_renders_for_the_app_the_export_and_the_terminal() -> None:
     grid = format_table(answer, width=80)
     assert grid.splitlines()[1].startswith("| paper") and "7% faster." in grid
     assert len({len(line) for line in grid.splitlines()}) == 1  # a rectangle
+
+
+def test_a_word_the_abstracts_write_as_a_name_is_counted_as_that_name(
+    fake_seeded: Assistant,
+) -> None:
+    """'clip' over the seeds: every abstract that uses the word alone writes CLIP, while
+    'clipping' (the RLHF ratio clipping, DP-SGD's per-example clipping) shares its stem.
+    Read as the name, only the two CLIP papers hold it; 'llms' matches LLMs alone anyway,
+    and 'map' is no name the abstracts write."""
+    retriever = fake_seeded.retriever
+    assert retriever.written_names("papers about clip") == ("CLIP",)
+    assert retriever.written_names("llms for optimization") == ()
+    terms = retriever.terms
+    rlhf = next(
+        sp.paper
+        for sp in retriever.catalog.papers.values()
+        if "ratio clipping" in sp.paper.abstract
+    )
+    assert terms.coverage("clip", rlhf.abstract) == 1.0  # as a word, 'clipping' holds it
+    assert terms.coverage("clip", rlhf.abstract, ("CLIP",)) == 0.0
+    neuclip = next(
+        sp.paper for sp in retriever.catalog.papers.values() if "NeuCLIP" in sp.paper.abstract
+    )
+    assert terms.coverage("clip", neuclip.abstract, ("CLIP",)) == 1.0
+
+    answer = fake_seeded.ask("how many papers are about clip")
+    counted = {s.paper_id for s in answer.sources if s.cited}
+    assert rlhf.paper_id not in counted

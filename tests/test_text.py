@@ -9,8 +9,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rag.text import (
+    content_words,
     mentions,
     near_word,
+    normalise_terms,
     one_edit_apart,
     plain,
     sentence_spans,
@@ -33,6 +35,11 @@ from rag.text import (
         ("online linear CMDPs", "MDP", True),  # an acronym inside a longer one
         ("SGDM and DP-SGD", "SGD", True),
         ("we study 132 cases", "32", False),
+        ("we propose ActiveDPO, an algorithm", "DPO", True),  # a name coined on it
+        ("we propose NeuCLIP", "CLIP", True),
+        ("policy ratio clipping", "CLIP", False),
+        ("per-example clipping", "CLIP", False),
+        ("the DPOs we compare", "DPO", True),
     ],
 )
 def test_mentions_a_term_as_a_word(text: str, term: str, found: bool) -> None:
@@ -98,3 +105,14 @@ def test_sentence_spans_cut_where_split_sentences_does(parts: list[str], gap: st
     )
     assert all(text[s:e] == text[s:e].strip() for s, e in spans)
     assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans))
+
+
+def test_a_name_coined_on_an_acronym_also_holds_it_as_a_word() -> None:
+    assert normalise_terms("we propose ActiveDPO and ConNAS") == (
+        "we propose ActiveDPO DPO and ConNAS NAS"
+    )
+    assert "dpo" in content_words("ActiveDPO outperforms existing methods")
+    # two capitals are no acronym to split off ('LoRA', 'OpenAI'); caps alone stay whole
+    assert (
+        normalise_terms("LoRA, BoRA, OpenAI, DeMo and CSAM") == "LoRA, BoRA, OpenAI, DeMo and CSAM"
+    )

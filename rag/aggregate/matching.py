@@ -4,7 +4,9 @@ Retrieval (rag/retrieval/retrieve.py) ranks the top k; a count needs a set, deci
 over the whole scope. Each paper of the scope is weighed (the best `match_depth` by BM25
 and by cosine, which is every paper of a scope up to that size) on its evidence, each
 in about 0..1:
-  - `coverage`: IDF-weighted share of the topic's content words the paper holds;
+  - `coverage`: IDF-weighted share of the topic's content words the paper holds (a
+    word that is one of the topic's names, 'clip' for CLIP, only where the paper names
+    it: 'CLIP' or 'NeuCLIP', not 'clipping');
   - `sentence_coverage`: the same share for its best sentence (the words together:
     'speculative decoding' in one sentence, not 'speculative' here and 'decoding' there);
   - `title_coverage`: the same share for its title or derived label;
@@ -115,14 +117,16 @@ class Matcher:
         for i in order:
             paper = catalog.papers[ids[i]].paper
             text = f"{paper.label} {paper.abstract}"
-            coverage = terms.coverage(topic, text)
+            coverage = terms.coverage(topic, text, names)
             sentences = split_sentences(paper.abstract) if coverage > 0 else []
             features = {
                 "coverage": coverage,
                 "sentence_coverage": max(
-                    (terms.coverage(topic, s) for s in sentences), default=0.0
+                    (terms.coverage(topic, s, names) for s in sentences), default=0.0
                 ),
-                "title_coverage": terms.coverage(topic, paper.label) if paper.label else 0.0,
+                "title_coverage": (
+                    terms.coverage(topic, paper.label, names) if paper.label else 0.0
+                ),
                 "bm25": min(1.0, float(lexical[i]) / ceiling) if ceiling > 0 else 0.0,
                 "bm25_share": float(lexical[i]) / best_bm25 if best_bm25 > 0 else 0.0,
                 "dense": float(dense[i]),

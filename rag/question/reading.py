@@ -116,7 +116,8 @@ _GROUP_BY = (
 _AGGREGATE_FRAME = frozenset(
     """how many number count counts total compare compared comparison comparing versus vs
     vs. between difference differences table about regarding concerning deal deals
-    tackle tackles involve involves build builds improve improves frame""".split()
+    tackle tackles involve involves build builds improve improves frame variant variants
+    extension extensions alternative alternatives kind kinds type types""".split()
 )
 # The columns a comparison table may have, and the words in a question that ask for one.
 COLUMNS = {

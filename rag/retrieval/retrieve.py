@@ -38,6 +38,7 @@ from rag.text import (
     TERMS_VERSION,
     content_words,
     is_english_word,
+    mentions,
     near_word,
     normalise_terms,
     one_edit_apart,
@@ -54,6 +55,9 @@ DEPTH_PER_K = 8  # candidates per requested paper from each retriever, before fu
 # thread is as fast: at 2,648 chunks BM25 takes 0.25 ms and the hand-over eats it
 # (retrieval p50 4.9 ms beside, 4.5 ms after one another, under load).
 PARALLEL_ROWS = 20_000
+# A lower-case word is read as the name the abstracts spell out when they write it so in
+# at least this share of its uses: 'clip' -> CLIP (all of them), not 'map' -> MAP.
+WRITTEN_AS_NAME = 0.8
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,25 +267,36 @@ class TermStats:
         """Inverse document frequency; unseen words weigh most: log((N+1)/0.5)."""
         return math.log((self.n + 1) / (self.df.get(word, 0) + 0.5))
 
-    def found(self, question: str, text: str) -> tuple[set[str], set[str]]:
+    def found(
+        self, question: str, text: str, names: Sequence[str] = ()
+    ) -> tuple[set[str], set[str]]:
         """The question's content words (stems) the text holds, and those it lacks. A word
-        one typo away from a word of the text counts as held ('unlearing' ~ 'unlearning')."""
+        one typo away from a word of the text counts as held ('unlearing' ~ 'unlearning').
+        A word that is one of `names` ('clip' for CLIP) is held where the text names it as
+        written ('CLIP', 'NeuCLIP'), not where it holds the word ('clipping')."""
         asked = stems_by_word(question)
+        named = {n.casefold(): n for n in names}
+        by_name = {w for w, surface in asked.items() if surface in named}
         have = content_words(text)
-        held = {w for w in asked if w in have or (w.endswith("s") and w[:-1] in have)}
-        missing = set(asked) - held
+        held = {
+            w
+            for w in asked
+            if w not in by_name and (w in have or (w.endswith("s") and w[:-1] in have))
+        }
+        held |= {w for w in by_name if mentions(text, named[asked[w]])}
+        missing = set(asked) - held - by_name
         if missing:
             words = surface_words(text)
             held |= {w for w in missing if near_word(asked[w], words)}
         return held, set(asked) - held
 
-    def coverage(self, question: str, text: str) -> float:
+    def coverage(self, question: str, text: str, names: Sequence[str] = ()) -> float:
         """IDF-weighted share of the question's content words found in the text (0..1).
 
         'speculative decoding for KV caches' vs an abstract on speculative decoding: the
         rare 'kv', 'cach' weigh most, so coverage stays low although two words match.
         """
-        held, missing = self.found(question, text)
+        held, missing = self.found(question, text, names)
         total = sum(self.idf(w) for w in held | missing)
         if not total:
             return 0.0
@@ -310,6 +325,7 @@ class Retriever:
         self._spelling: Counter[str] | None = None  # stored words -> how often (for typos)
         self._long_forms: dict[str, tuple[str, ...]] | None = None  # acronym -> spelled out
         self._written: dict[str, str] = {}  # acronym (casefolded) -> as the abstracts write it
+        self._names_written: dict[str, str | None] = {}  # 'clip' -> 'CLIP' (None: a word)
 
     def refresh(self, catalog: Catalog | None = None) -> None:
         """Forget the in-memory state (after an ingest); it is rebuilt on next use."""
@@ -318,6 +334,7 @@ class Retriever:
             self._snapshot = None
             self._spelling = None
             self._long_forms = None
+            self._names_written = {}
 
     @property
     def catalog(self) -> Catalog:
@@ -485,6 +502,50 @@ class Retriever:
             for acronym, forms in self._acronyms().items()
             if any(f" {form} " in lowered or f" {form}?" in lowered for form in forms)
         )
+
+    def written_names(self, text: str) -> tuple[str, ...]:
+        """The words typed in lower case that the stored abstracts write as a name in
+        nearly every place they use them: 'clip' -> CLIP (written so wherever it stands
+        alone; 'clipping', which shares its stem, is another word); not 'map', which
+        abstracts also write as a word, nor 'llms', which matches LLMs alone anyway.
+        Decided by the corpus, so a common English word is read as a name only where the
+        abstracts use it as one."""
+        found = []
+        for word in dict.fromkeys(re.findall(r"(?<![\w-])[a-z][a-z0-9]+(?![\w-])", text)):
+            name = self._written_as(word)
+            if name:
+                found.append(name)
+        return tuple(found)
+
+    def _written_as(self, word: str) -> str | None:
+        """The one way the stored abstracts write `word` (any case, plural too) in at
+        least WRITTEN_AS_NAME of its uses, when that is not lower case and other stored
+        words share its stem (else the word matches what the name would); cached until
+        the store changes."""
+        if word in self._names_written:
+            return self._names_written[word]
+        pattern = re.compile(rf"(?<![\w-]){re.escape(word)}s?(?![\w-])", re.I)
+        uses = Counter(
+            m.group().removesuffix("s") if m.group()[:-1].casefold() == word else m.group()
+            for sp in self.catalog.papers.values()
+            for m in pattern.finditer(sp.paper.abstract)
+        )
+        name = None
+        if uses and self._stem_is_shared(word):
+            written, times = uses.most_common(1)[0]
+            if written != written.lower() and times >= WRITTEN_AS_NAME * uses.total():
+                name = written
+        self._names_written[word] = name
+        return name
+
+    def _stem_is_shared(self, word: str) -> bool:
+        """Tell whether other stored words share the word's stem ('clipping' with 'clip'):
+        only then does reading it as a name change what it matches."""
+        stem = content_words(word)
+        others = [
+            w for w in self._spelling_counts() if w[:3] == word[:3] and w not in (word, word + "s")
+        ]
+        return bool(stem) and any(content_words(w) == stem for w in others)
 
     def acronym_spellings(self) -> dict[str, str]:
         """The acronyms the stored abstracts spell out, as they write them: {'dpo': 'DPO',
