@@ -236,3 +236,30 @@ def test_the_quoted_answer_returned_unchanged_is_kept_and_a_cut_of_it_is_not() -
         check("We present GN-IVO for aligning LLMs. [1]", {1: source}), {1: source}, **bounds
     )  # type: ignore[arg-type]
     assert not cut.kept and any("only repeats parts" in r for r in cut.reasons)
+
+
+def test_a_power_of_ten_is_a_figure_and_a_dimension_is_not() -> None:
+    """'how many scenarios can it handle in one pass?' of the GPU dynamic-programming
+    paper: the sentence with '$10^6$ uncertainty realizations' answers it, not the one
+    with '2D' and '3D' parallelism, which only look like figures."""
+    from rag.answering.extractive import evidence
+    from rag.question.reading import read
+
+    query = read("how many scenarios can it handle in one pass?")
+    assert query.wants == "number"
+    power = "In a single GPU pass, these kernels can process over $10^6$ uncertainty realizations."
+    dimension = (
+        "exploiting **2D** parallelism (scenarios $\\times$ transitions) and **3D** parallelism"
+    )
+    assert evidence(query, power) == 1
+    assert evidence(query, dimension) == 0
+    assert evidence(query, "the kernels run on $n^2$ states") == 0  # a symbol's power
+
+
+def test_informal_filler_is_no_content_word() -> None:
+    """'stuff' is in no abstract: as a content word it read as an uncovered topic, and the
+    question was refused although its paper ranks first."""
+    from rag.text import content_words
+
+    assert content_words("making llms forget copyrighted stuff") == {"llms", "forget", "copyright"}
+    assert content_words("a way to get lots of things done") == frozenset()

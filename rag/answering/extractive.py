@@ -30,9 +30,10 @@ MARGIN_SINGULAR = 0.06  # cosine below the best source that still counts as an a
 MARGIN_PLURAL = 0.15  # ...when the question asks for several papers
 MAX_SOURCES = {False: 2, True: 5}
 
-# A reported figure: "7.4%", "2.5x", "300M", "1/4", "billions of" (not "(i)" or "$n$").
+# A reported figure: "7.4%", "2.5x", "300M", "1/4", "billions of" (not "(i)", "$n$" or
+# the "2D" / "3D" of a dimension).
 _FIGURE = re.compile(
-    r"(?<![\w$^_{\-])\d+(?:[.,/]\d+)*\s*(?:%|\\%|x\b|×|[KMB]\b)?|\b(?:hundreds|thousands|"
+    r"(?<![\w$^_{\-])\d+(?:[.,/]\d+)*\s*(?:%|\\%|x\b|×|[KMB]\b)?(?![a-z])|\b(?:hundreds|thousands|"
     r"millions|billions|dozens) of\b|\b(?:two|three|four|five|six|seven|eight|nine|ten|"
     r"eleven|twelve|twenty)\b",
     re.I,
@@ -40,8 +41,8 @@ _FIGURE = re.compile(
 _MATH = re.compile(r"\$[^$]*\$")
 # A link: its digits are no figure ('https://anonymous.4open.science/r/BoRA').
 _LINK = re.compile(r"\\url\{[^}]*\}|https?://\S+|\bwww\.\S+")
-# A quantity written in math mode: "$25\\%$", "$9.8\times$" (not "$O(n^2)$").
-_MATH_FIGURE = re.compile(r"\d+(?:\.\d+)?\s*(?:\\+%|\\times|×)")
+# A quantity written in math mode: "$25\\%$", "$9.8\times$", "$10^6$" (not "$O(n^2)$").
+_MATH_FIGURE = re.compile(r"\d+(?:\.\d+)?\s*(?:\\+%|\\times|×)|(?<![\w^{])\d+\^\{?\d+\}?")
 _ASYMPTOTIC = re.compile(r"\\mathcal\{O\}|\bO\(|\\tilde|\\widetilde|\\Omega|\\Theta|\^\{?-?\d")
 _ASKS_RATE = re.compile(r"\b(rates?|bounds?|complexity|regret|order|converge\w*|scal\w+)\b", re.I)
 _ENUMERATOR = re.compile(r"\(\s*(?:\d{1,2}|[ivx]{1,4}|[a-h])\s*\)")  # "(1)", "(ii)", "(a)"
