@@ -64,6 +64,27 @@ def test_label_reads_like_a_title(abstract: str, label: str) -> None:
     assert derive_label(abstract) == label
 
 
+def test_components_introduced_together_are_not_the_contribution() -> None:
+    """'we introduce X, a Y, and a Z' lists parts of the method; the label is the finding
+    ('CLIP alone' synthesises images), never one part ('adversarially robust initialization')."""
+    abstract = (
+        "CLIP aligns images and text. We show that image synthesis is possible using CLIP "
+        "alone. To stabilize this mapping, we introduce adversarially robust initialization, "
+        "a lightweight projection, and a blending loss that anchors outputs."
+    )
+    assert derive_label(abstract) == "Image synthesis is possible using CLIP alone"
+
+
+def test_a_three_word_generic_phrase_keeps_what_it_does() -> None:
+    abstract = (
+        "RLHF has two challenges. In this paper, we introduce a unified regularization "
+        "approach that balances reward hacking and stable updates."
+    )
+    assert derive_label(abstract) == (
+        "Unified regularization approach that balances reward hacking and stable updates"
+    )
+
+
 def test_a_term_defined_before_the_contribution_is_not_its_name() -> None:
     abstract = "Singular Value Decomposition (SVD) is slow. We propose a cheap SVD substitute."
     assert method_name(abstract) is None

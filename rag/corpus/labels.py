@@ -22,7 +22,7 @@ from collections import Counter
 
 from rag.text import STOP, is_english_word, split_sentences
 
-LABELS_VERSION = 2  # bump when a rule changes: saved catalogs then derive their labels again
+LABELS_VERSION = 3  # bump when a rule changes: saved catalogs then derive their labels again
 MAX_WORDS = 12  # a label longer than this is cut before its last preposition
 _TRIGGER = re.compile(
     r"\b(?:called|named|dubbed|termed|coined(?: as)?|we (?:\w+ly )?(?:further )?"
@@ -45,6 +45,7 @@ _STUDY = re.compile(
     r"by (?:identifying|analy[sz]ing|studying|establishing|deriving))\b\s+",
     re.I,
 )
+_LISTED = re.compile(r",\s+and\s+(?:an?|the)\s", re.I)  # '..., and a blending loss'
 _FINDING = re.compile(r"\bwe (?:\w+ly )?(?:show|prove|find|demonstrate|argue) that\s+", re.I)
 _FLUFF = re.compile(
     r"^(?:(?:a|an|the|two|three|several|first|new|novel|simple|elegant|principled|powerful|"
@@ -205,10 +206,14 @@ def _long_form(words: list[str], name: str) -> str | None:
 
 
 def _contribution(abstract: str, rules: tuple[re.Pattern[str], ...]) -> str | None:
-    """The key phrase of the first sentence where one of `rules` (in order) finds a good one."""
+    """The key phrase of the first sentence where one of `rules` (in order) finds a good one.
+    Several things introduced in one breath ('we introduce X, a Y, and a Z') are the
+    components of the contribution, not the contribution."""
     for sentence in split_sentences(_plain(abstract)):
         for rule in rules:
             for match in rule.finditer(sentence):
+                if _LISTED.search(sentence[match.end() :]):
+                    continue
                 phrase = _phrase(sentence[match.end() :], finding=rule is _FINDING)
                 if phrase:
                     return phrase
@@ -222,7 +227,7 @@ def _phrase(text: str, keep_article: bool = False, finding: bool = False) -> str
     if not body or _ANAPHORA.match(" " + body):
         return None
     head = (_CLAUSE_CUT if finding else _CUT).split(body, maxsplit=1)[0]
-    if not finding and _is_generic(head.split()):
+    if not finding and _is_generic(head.split(), 2 if keep_article else 3):
         # 'an optimization framework that leverages resurgence theory': keep the clause
         head = _EXTEND_CUT.split(body, maxsplit=1)[0]
     head = _ANAPHORA.split(head.split("$")[0], maxsplit=1)[0]  # no math in a label
@@ -240,9 +245,11 @@ def _phrase(text: str, keep_article: bool = False, finding: bool = False) -> str
     return phrase[:1].upper() + phrase[1:]
 
 
-def _is_generic(words: list[str]) -> bool:
-    """'framework', 'optimization framework': a kind of thing, not what it is."""
-    return bool(words) and words[-1].lower() in _GENERIC and len(words) <= 2
+def _is_generic(words: list[str], most: int = 2) -> bool:
+    """'framework', 'optimization framework': a kind of thing, not what it is (up to
+    `most` words; a key phrase of three, 'unified regularization approach', keeps the
+    clause after it: what the approach does)."""
+    return bool(words) and words[-1].lower() in _GENERIC and len(words) <= most
 
 
 def _shorten(words: list[str]) -> list[str]:
