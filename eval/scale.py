@@ -10,10 +10,11 @@ The papers (`Generator`): the real abstracts of the base corpus (`--corpus`, def
 paper k has a parent, one of `--sample` real papers drawn at random (seeded); it keeps
 the parent's sentences in order, each replaced with probability SWAP by a sentence of
 another random real abstract (at least one is), so BM25 sees real words and real
-document frequencies; its title is the parent's with one word taken from another real
-title; venue, year, status, area, keywords and authors are the parent's. No two share an
-abstract (dedupe would merge them), none equals a seed's. Every run with the same seed
-writes the same papers.
+document frequencies (one that comes out shorter than the loader's placeholder bound is
+drawn again: every paper written is ingested); its title is the parent's with one word
+taken from another real title; venue, year, status, area, keywords and authors are the
+parent's. No two share an abstract (dedupe would merge them), none equals a seed's. Every
+run with the same seed writes the same papers.
 
 The vectors (`SyntheticEmbedder`): the parents' chunks are embedded once with the real
 model (the project's own embedder, as `rag ask` builds it: `make_embedder`), outside
@@ -77,7 +78,7 @@ import numpy as np
 from rag.config import BUNDLED_CORPUS, Settings
 from rag.corpus.chunk import Chunker
 from rag.corpus.load import expand_paths
-from rag.corpus.papers import FieldMap, clean_text
+from rag.corpus.papers import MAX_ABSTRACT_CHARS, MIN_ABSTRACT_WORDS, FieldMap, clean_text
 from rag.embedding.embed import Embedder
 from rag.store.index import embedded_text
 from rag.text import split_sentences
@@ -216,7 +217,9 @@ class Generator:
             swapped[rng.integers(len(sentences))] = True  # never the parent's own abstract
             for i in np.flatnonzero(swapped):
                 sentences[i] = self.donors[int(rng.integers(len(self.donors)))]
-            abstract = clean_text(" ".join(sentences))
+            abstract = clean_text(" ".join(sentences))[:MAX_ABSTRACT_CHARS]
+            if len(abstract.split()) < MIN_ABSTRACT_WORDS:
+                continue  # the loader would skip it as a placeholder
             key = content_hash(abstract)
             if key not in self.reserved:
                 self.reserved.add(key)
@@ -423,6 +426,17 @@ def ask_seconds(settings: Settings, question: str) -> float:
     return wall
 
 
+def release_memory() -> None:
+    """Collect garbage and hand freed heap back to the OS (glibc), so the bench's own
+    process shrinks before the probe and `rag ask` processes start beside it."""
+    import ctypes
+    import gc
+
+    gc.collect()
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
 def disk_bytes(folder: Path) -> int:
     """Bytes allocated under a folder (as `du` counts them)."""
     total = 0
@@ -501,6 +515,7 @@ def run_scale(
         summary = Assistant(bench_settings, embedder).ingest(paths)
         step_s = time.perf_counter() - start - (embedder.model_s - model_before)
         total_s += step_s
+        release_memory()  # the step's catalog, before the processes that measure start
         log(f"{summary.total_papers} papers: ingest step {step_s:.1f} s")
         if job.probe_embedder is None:
             snapshot_s = ask_seconds(bench_settings, COLD_QUESTION)

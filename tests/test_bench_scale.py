@@ -17,7 +17,10 @@ from eval import scale
 from eval.scale import Generator, ScaleJob, SyntheticEmbedder, noisy, scale_sizes
 from rag.cli import main
 from rag.config import BUNDLED_CORPUS
+from rag.corpus.papers import FieldMap
+from rag.ingest import read_papers
 from rag.text import split_sentences
+from rag.types import IngestSummary, Paper
 
 from .conftest import make_settings
 from .fakes import HashEmbedder
@@ -50,6 +53,21 @@ def test_synthetic_papers_are_deterministic_recombinations_of_real_sentences() -
         assert record["id"].startswith(scale.SYN_PREFIX)
     assert len({r["abstract"] for r in first}) == len(first)  # dedupe merges none
     assert len({r["title"] for r in first}) == len(first)
+
+
+def test_every_synthetic_paper_is_ingested(tmp_path: Path) -> None:
+    # short sentences ("Code is here.") can make a placeholder-length abstract, which the
+    # loader would skip: it is drawn again, never written
+    long = "We study a problem with many more words than the loader needs."
+    base = [
+        Paper("p1", f"{long} Code is here.", title="Learning to do one thing well"),
+        Paper("p2", f"Data is there. {long.replace('We', 'They')}", title="Two tasks at once"),
+    ]
+    generator = Generator.of(base, sample=2, seed=3, swap=1.0)
+    path = tmp_path / "papers.jsonl"
+    assert scale.write_records(generator.records(0, 8), path) == 8
+    items = list(read_papers([path], FieldMap(), IngestSummary()))
+    assert all(isinstance(i, Paper) for i in items) and len(items) == 8
 
 
 def test_synthetic_vectors_stay_near_their_parent() -> None:
