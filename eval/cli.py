@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -488,6 +489,42 @@ def _ingest_progress(bar: Any) -> Callable[[int, int], None]:
     "(rag/data/backend_quality.json) that admits reduced-precision ones.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option(
+    "--scale",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Instead: grow a temporary index of synthetic papers made from real ones up to N "
+    "papers and report the cost curve (eval/scale.py); --corpus names the real papers "
+    "(default ../shared/corpora/paperlists, else the seeds).",
+)
+@click.option(
+    "--sizes",
+    default=None,
+    metavar="N,N,...",
+    help="With --scale: the sizes measured below N (default 22000,100000).",
+)
+@click.option(
+    "--sample",
+    type=click.IntRange(min=1),
+    default=4096,
+    show_default=True,
+    help="With --scale: real papers embedded once, the synthetic papers' parents.",
+)
+@click.option(
+    "--noise",
+    type=click.FloatRange(min=0),
+    default=0.025,
+    show_default=True,
+    help="With --scale: Gaussian noise per dimension added to the parents' vectors.",
+)
+@click.option("--seed", type=int, default=25, show_default=True, help="With --scale.")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="With --scale: folder for scale.json and scale.png (default: a new temp folder).",
+)
+@click.option("--keep", is_flag=True, help="With --scale: keep the temporary index.")
 @click.pass_context
 def bench_cmd(
     ctx: click.Context,
@@ -499,6 +536,13 @@ def bench_cmd(
     cold_start: bool,
     quality_out: str | None,
     as_json: bool,
+    scale: int | None,
+    sizes: str | None,
+    sample: int,
+    noise: float,
+    seed: int,
+    out: str | None,
+    keep: bool,
 ) -> None:
     """Measure ingest and query speed on a temporary index (and plain llama-index's)."""
     from eval.bench import (
@@ -509,6 +553,35 @@ def bench_cmd(
         run_bench,
     )
     from rag.cli import friendly_errors
+
+    if scale is not None:
+        from eval import scale as scaling
+
+        try:
+            wanted = scaling.parse_sizes(sizes)
+        except ValueError:
+            _fail(f"--sizes takes numbers separated by commas, not {sizes!r}")
+        job = scaling.ScaleJob(
+            sizes=scaling.scale_sizes(scale, wanted),
+            base=[Path(c) for c in corpus] or scaling.default_base(),
+            sample=sample,
+            noise=noise,
+            seed=seed,
+            questions_file=Path(questions_file) if questions_file else DEFAULT_QUESTIONS,
+            cold_start=cold_start,
+            keep=keep,
+        )
+        folder = Path(out) if out else Path(tempfile.mkdtemp(prefix="rag-scale-"))
+        click.echo(f"Scale bench output: {folder}", err=True)
+        with friendly_errors():
+            try:
+                outcome = scaling.bench_scale(
+                    job, ctx.find_root().obj["settings"], folder, lambda m: click.echo(m, err=True)
+                )
+            except ValueError as exc:
+                _fail(str(exc))
+        click.echo(json.dumps(outcome, indent=2) if as_json else scaling.format_scale(outcome))
+        return
 
     if quality_out:
         with friendly_errors():

@@ -1,0 +1,662 @@
+"""`rag bench --scale N`: the cost curve past the real corpus, on synthetic papers.
+
+The design holds every vector (an exact product), the BM25 index and the catalog in each
+process's memory, cached on disk by rag/store/snapshot.py. This bench grows one temporary
+index through several sizes and measures, at each, what a user pays, so the size where
+something breaks shows before a user finds it.
+
+The papers (`Generator`): the real abstracts of the base corpus (`--corpus`, default
+../shared/corpora/paperlists, else the bundled seeds) are split into sentences. Synthetic
+paper k has a parent, one of `--sample` real papers drawn at random (seeded); it keeps
+the parent's sentences in order, each replaced with probability SWAP by a sentence of
+another random real abstract (at least one is), so BM25 sees real words and real
+document frequencies (one that comes out shorter than the loader's placeholder bound is
+drawn again: every paper written is ingested); its title is the parent's with one word
+taken from another real title; venue, year, status, area, keywords and authors are the
+parent's. No two share an abstract (dedupe would merge them), none equals a seed's. Every
+run with the same seed writes the same papers.
+
+The vectors (`SyntheticEmbedder`): the parents' chunks are embedded once with the real
+model (the project's own embedder, as `rag ask` builds it: `make_embedder`), outside
+every timed figure. A synthetic paper's j-th chunk gets its parent's j-th chunk vector
+(the last one past its end) plus Gaussian noise of `--noise` per dimension,
+re-normalised: `noise` in the output reports that level and the mean cosine of the
+vectors written to their parent's. The wrapper carries the real model's name (a normal
+`rag ask` opens the index), recognises a synthetic text by its title (the "title. "
+prefix of `embedded_text`), and sends every other text (the bundled seeds, always in the
+index with the eval set's gold) to the real model, counting those seconds. The papers go
+through the normal ingest (`Assistant.ingest`) from JSONL files.
+
+How each figure of a row is taken (`papers` = the size: the 52 seeds plus size - 52
+synthetic papers, as the index reports its paper count):
+
+- `ingest_s`: cumulative seconds of the ingests that grew the index to this size, less
+  the seconds spent in the real model (the seeds' ~70 chunks, once); `ingest_step_s` the
+  last step alone. Each step is the `rag ingest` of one new JSONL file (the papers from
+  the last size to this one) by a new `Assistant`: it loads the catalog snapshot, reads
+  and plans the file, chunks, makes the vectors (the noise: a small share), upserts into
+  Chroma (which also builds its HNSW graph), and saves the catalog snapshot.
+- `snapshot_s`: exec to exit of the first new `rag ask --json` process after the step,
+  which builds and saves the retrieval (BM25, term statistics) and vector snapshots.
+- `cold_start_s`: the median of COLD_RUNS more such processes (exec to exit: imports,
+  model, snapshots, answer), as `rag bench` times it.
+- `query_p50_ms`, `query_p95_ms`, `hit_at_5` and `rss_gb` come from a probe process of
+  their own (`python -m eval.scale probe`), so the bench's own memory never mixes in:
+  it opens the index as `rag ask` does (the real model loaded), runs one warm-up query,
+  clears the query cache, then times the hybrid retrieval of each question of
+  eval.bench.QUESTIONS (`Answer.timings_ms["retrieve"]` of an extractive answer, as
+  `rag bench` does), then ranks each scored question at top_k=5. hit@5: the share of the
+  eval set's lookup and factual questions whose gold (resolved once against the seeds
+  and the base abstracts: the synthetic text only recombines base sentences) is among the
+  first five papers. `rss_gb`: that process's peak RSS (ru_maxrss), model included.
+- `disk_gb`: the allocated size of the index folder (as `du` counts it), snapshots
+  included, after the cold starts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import itertools
+import json
+import os
+import re
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import zlib
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rag.config import BUNDLED_CORPUS, Settings
+from rag.corpus.chunk import Chunker
+from rag.corpus.load import expand_paths
+from rag.corpus.papers import MAX_ABSTRACT_CHARS, MIN_ABSTRACT_WORDS, FieldMap, clean_text
+from rag.embedding.embed import Embedder
+from rag.store.index import embedded_text
+from rag.text import split_sentences
+from rag.types import IngestSummary, Paper, content_hash
+
+SHARED_BASE = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "paperlists"
+DEFAULT_SIZES = (22_000, 100_000)
+DEFAULT_SAMPLE = 4096  # real papers embedded once: the parents
+DEFAULT_NOISE = 0.025  # per dimension: cosine to the parent ~1 / sqrt(1 + 384 * 0.025^2) = 0.90
+DEFAULT_SEED = 25
+SWAP = 0.3  # probability that a parent's sentence is replaced by another abstract's
+SYN_PREFIX = "syn-"
+COLD_RUNS = 3
+ROW_KEYS = (
+    "papers",
+    "ingest_s",
+    "ingest_step_s",
+    "query_p50_ms",
+    "query_p95_ms",
+    "hit_at_5",
+    "rss_gb",
+    "disk_gb",
+    "cold_start_s",
+    "snapshot_s",
+)
+GB = 1024**3
+
+Record = dict[str, Any]  # one JSONL line as the loader reads it
+
+
+# -- sizes and base ---------------------------------------------------------------------
+
+
+def scale_sizes(scale: int, sizes: Sequence[int] | None = None) -> list[int]:
+    """The sizes measured: `sizes` (default DEFAULT_SIZES) below `scale`, then `scale`,
+    ascending, each once: scale_sizes(50_000) -> [22000, 50000]."""
+    wanted = DEFAULT_SIZES if sizes is None else sizes
+    return sorted({s for s in wanted if s < scale} | {scale})
+
+
+def parse_sizes(text: str | None) -> list[int] | None:
+    """'5000,10000' -> [5000, 10000]; None or '' -> None."""
+    if not text:
+        return None
+    return [int(part) for part in text.replace(" ", "").split(",") if part]
+
+
+def default_base() -> list[Path]:
+    """The real abstracts synthetic papers are made of: ../shared's paperlists when
+    present, else the bundled seeds."""
+    return [SHARED_BASE] if SHARED_BASE.is_dir() else [Path(BUNDLED_CORPUS)]
+
+
+def read_base(paths: Sequence[str | Path]) -> list[Paper]:
+    """Every paper of the base files, deduplicated, in file order."""
+    from rag.ingest import read_papers
+
+    items = read_papers(expand_paths(list(paths)), FieldMap(), IngestSummary())
+    return [p for p in items if isinstance(p, Paper)]
+
+
+def seed_papers() -> list[Paper]:
+    """The bundled seeds, as an ingest reads them."""
+    return read_base([BUNDLED_CORPUS])
+
+
+# -- synthetic papers -------------------------------------------------------------------
+
+
+@dataclass
+class Generator:
+    """Synthetic papers recombined from real ones (see the module docstring); `parents`
+    are the real papers whose vectors the synthetic ones borrow."""
+
+    parents: list[Paper]
+    donors: list[str]  # every sentence of every base abstract
+    donor_titles: list[str]
+    seed: int = DEFAULT_SEED
+    swap: float = SWAP
+    reserved: set[str] = field(default_factory=set)  # abstract hashes taken (the seeds')
+    parent_of: dict[str, int] = field(default_factory=dict)  # title -> parent index
+    _sentences: list[list[str]] = field(default_factory=list)
+
+    @classmethod
+    def of(
+        cls,
+        base: list[Paper],
+        sample: int,
+        seed: int = DEFAULT_SEED,
+        reserved: Sequence[Paper] = (),
+        swap: float = SWAP,
+    ) -> Generator:
+        """Parents: `sample` papers of `base` drawn at random (seeded); donors: all of it."""
+        rng = np.random.default_rng(seed)
+        picked = sorted(rng.choice(len(base), size=min(sample, len(base)), replace=False))
+        sentences = [split_sentences(p.abstract) for p in base]
+        generator = cls(
+            parents=[base[i] for i in picked],
+            donors=[s for group in sentences for s in group],
+            donor_titles=[p.title or p.label for p in base],
+            seed=seed,
+            swap=swap,
+            reserved={content_hash(p.abstract) for p in reserved},
+        )
+        generator._sentences = [sentences[i] for i in picked]
+        return generator
+
+    def records(self, start: int, stop: int) -> Iterator[Record]:
+        """Synthetic papers start..stop-1 as JSONL records (call in order: uniqueness is
+        kept against every paper made before)."""
+        for k in range(start, stop):
+            rng = np.random.default_rng([self.seed, k])
+            parent_index = int(rng.integers(len(self.parents)))
+            parent = self.parents[parent_index]
+            abstract = self._abstract(parent_index, rng)
+            title = self._title(parent, rng)
+            self.parent_of[title] = parent_index
+            record = {
+                "id": f"{SYN_PREFIX}{k:07d}",
+                "title": title,
+                "abstract": abstract,
+                "venue": parent.venue,
+                "year": parent.year,
+                "status": parent.status,
+                "area": parent.area,
+                "keywords": list(parent.keywords),
+                "authors": list(parent.authors),
+            }
+            yield {key: value for key, value in record.items() if value not in (None, [])}
+
+    def _abstract(self, parent_index: int, rng: np.random.Generator) -> str:
+        own = self._sentences[parent_index] or [self.parents[parent_index].abstract]
+        for _ in range(100):
+            sentences = list(own)
+            swapped = rng.random(len(sentences)) < self.swap
+            swapped[rng.integers(len(sentences))] = True  # never the parent's own abstract
+            for i in np.flatnonzero(swapped):
+                sentences[i] = self.donors[int(rng.integers(len(self.donors)))]
+            abstract = clean_text(" ".join(sentences))[:MAX_ABSTRACT_CHARS]
+            if len(abstract.split()) < MIN_ABSTRACT_WORDS:
+                continue  # the loader would skip it as a placeholder
+            key = content_hash(abstract)
+            if key not in self.reserved:
+                self.reserved.add(key)
+                return abstract
+        raise ValueError("the base corpus is too small to make distinct abstracts")
+
+    def _title(self, parent: Paper, rng: np.random.Generator) -> str:
+        words = (parent.title or parent.label).split()
+        donor = self.donor_titles[int(rng.integers(len(self.donor_titles)))].split()
+        if len(words) > 1 and donor:
+            words[int(rng.integers(1, len(words)))] = donor[int(rng.integers(len(donor)))]
+        title = clean_text(" ".join(words))
+        n = 2
+        while title in self.parent_of:  # each title names one synthetic paper
+            title = clean_text(f"{' '.join(words)} ({n})")
+            n += 1
+        return title
+
+
+def write_records(records: Iterator[Record], path: Path) -> int:
+    """Write records as JSONL; return how many."""
+    n = 0
+    with path.open("w", encoding="utf-8") as out:
+        for record in records:
+            out.write(json.dumps(record) + "\n")
+            n += 1
+    return n
+
+
+# -- vectors ----------------------------------------------------------------------------
+
+
+def noisy(vectors: np.ndarray, sigma: float, rng: np.random.Generator) -> np.ndarray:
+    """Each row plus N(0, sigma^2) per dimension, re-normalised to unit length."""
+    out = vectors + rng.normal(0.0, sigma, size=vectors.shape).astype(np.float32)
+    out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+    return out.astype(np.float32)
+
+
+def parent_vectors(
+    parents: list[Paper], embedder: Embedder, settings: Settings
+) -> list[np.ndarray]:
+    """Each parent's chunk vectors (a row per chunk; per paper with RAG_EMBED_UNIT=paper),
+    embedded with the real model as ingest embeds them (title + chunk)."""
+    chunker = Chunker(settings.chunk_tokens, settings.chunk_overlap)
+    firsts = settings.embed_unit == "paper"
+    texts: list[list[str]] = []
+    for paper in parents:
+        chunks = chunker.split(paper)[: 1 if firsts else None]
+        texts.append([embedded_text(paper, c) for c in chunks])
+    flat = embedder.embed([t for group in texts for t in group])
+    bounds = np.cumsum([0, *(len(group) for group in texts)])
+    return [flat[a:b] for a, b in itertools.pairwise(bounds)]
+
+
+_TITLE_END = re.compile(r"\. ")
+
+
+class SyntheticEmbedder:
+    """The real model's `Embedder` that returns noisy parent vectors for synthetic texts
+    (known by their title) and the real model's for all others, timing those calls."""
+
+    def __init__(
+        self,
+        real: Embedder,
+        parent_of: dict[str, int],
+        vectors: list[np.ndarray],
+        sigma: float = DEFAULT_NOISE,
+        seed: int = DEFAULT_SEED,
+    ) -> None:
+        self.real = real
+        self.name = real.name
+        self.parent_of = parent_of
+        self.vectors = vectors
+        self.sigma = sigma
+        self.seed = seed
+        self.model_s = 0.0  # seconds in the real model
+        self.model_texts = 0  # texts the real model embedded
+        self.synthetic_texts = 0
+        self._cosines = 0.0
+
+    @property
+    def family(self) -> str | None:
+        """The real model's vector family (recorded in the index)."""
+        return getattr(self.real, "family", None)
+
+    @property
+    def mean_cosine(self) -> float | None:
+        """Mean cosine of the synthetic vectors made so far to their parent's."""
+        return self._cosines / self.synthetic_texts if self.synthetic_texts else None
+
+    def _parent(self, text: str) -> int | None:
+        for end in _TITLE_END.finditer(text):
+            found = self.parent_of.get(text[: end.start()])
+            if found is not None:
+                return found
+        return None
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """Synthetic texts: parent chunk vector + noise; the rest: the real model."""
+        out = np.zeros((len(texts), len(self.vectors[0][0])), dtype=np.float32)
+        base_rows, base_of, real_rows = [], [], []
+        previous, j = None, 0
+        for i, text in enumerate(texts):
+            parent = self._parent(text)
+            if parent is None:
+                real_rows.append(i)
+                previous = None
+                continue
+            title = text[: text.index(". ")]  # ingest hands whole papers in chunk order
+            j = j + 1 if title == previous else 0
+            previous = title
+            chunks = self.vectors[parent]
+            base_rows.append(i)
+            base_of.append(chunks[min(j, len(chunks) - 1)])
+        if base_rows:
+            rng = np.random.default_rng([self.seed, zlib.crc32(texts[base_rows[0]].encode())])
+            parents = np.stack(base_of)
+            made = noisy(parents, self.sigma, rng)
+            out[base_rows] = made
+            self._cosines += float(np.einsum("ij,ij->i", made, parents).sum())
+            self.synthetic_texts += len(base_rows)
+        if real_rows:
+            start = time.perf_counter()
+            out[real_rows] = self.real.embed([texts[i] for i in real_rows])
+            self.model_s += time.perf_counter() - start
+            self.model_texts += len(real_rows)
+        return out
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Queries: the real model."""
+        return self.real.embed_query(text)
+
+
+# -- the probe process ------------------------------------------------------------------
+
+
+def probe_env(settings: Settings) -> dict[str, str]:
+    """The environment of a process that opens the bench's index."""
+    env = {**os.environ, "RAG_INDEX_DIR": str(settings.index_dir)}
+    env.pop("RAG_CHROMA_URL", None)
+    if settings.cache_dir:
+        env["RAG_CACHE_DIR"] = str(settings.cache_dir)
+    return env
+
+
+def probe(job: dict[str, Any]) -> dict[str, Any]:
+    """In a process of its own: open the index, warm up, time the questions, rank the
+    scored ones; report the latencies, the rankings and the peak RSS."""
+    from rag.assistant import Assistant
+    from rag.embedding.embed import clear_query_cache
+
+    settings = Settings()  # type: ignore[call-arg]  # as `rag ask`: env + .env
+    assistant = Assistant(settings, _embedder_from(job.get("embedder")))
+    if job.get("warm_only"):
+        assistant.ask(job["questions"][0], mode="extractive")
+        return {}
+    assistant.search("warm-up query")  # loads BM25 and term statistics once
+    clear_query_cache()  # every timed question pays for its own query embedding
+    retrieval = []
+    for question in job["questions"]:
+        retrieval.append(assistant.ask(question, mode="extractive").timings_ms["retrieve"])
+    ranked = [[h.paper.paper_id for h in assistant.search(q, top_k=5)] for q in job["scored"]]
+    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    return {"retrieval_ms": retrieval, "ranked": ranked, "rss_gb": round(peak_kb / 1024**2, 3)}
+
+
+def _embedder_from(spec: str | None) -> Embedder | None:
+    """'module:factory' (a test's fake) -> its embedder; None: the real one."""
+    if not spec:
+        return None
+    module, _, name = spec.partition(":")
+    factory: Callable[[], Embedder] = getattr(importlib.import_module(module), name)
+    return factory()
+
+
+def run_probe(
+    settings: Settings, job: dict[str, Any], folder: Path
+) -> tuple[dict[str, Any], float]:
+    """Run `probe` in a new process; its result and its wall time (exec to exit)."""
+    job_file, out_file = folder / "probe-job.json", folder / "probe-out.json"
+    job_file.write_text(json.dumps(job), encoding="utf-8")
+    command = [sys.executable, "-m", "eval.scale", "probe", str(job_file), str(out_file)]
+    start = time.perf_counter()
+    done = subprocess.run(
+        command, env=probe_env(settings), capture_output=True, text=True, check=False
+    )
+    wall = time.perf_counter() - start
+    if done.returncode != 0:
+        raise RuntimeError(f"the scale probe failed: {done.stderr[-800:]}")
+    return json.loads(out_file.read_text(encoding="utf-8")), wall
+
+
+def ask_seconds(settings: Settings, question: str) -> float:
+    """Wall time of one new `rag ask --json` process against the index (exec to exit)."""
+    command = [sys.executable, "-m", "rag.cli", "ask", question, "--json", "--mode", "extractive"]
+    start = time.perf_counter()
+    done = subprocess.run(
+        command, env=probe_env(settings), capture_output=True, text=True, check=False
+    )
+    wall = time.perf_counter() - start
+    if done.returncode != 0:
+        raise RuntimeError(f"rag ask failed against the scale index: {done.stderr[-800:]}")
+    return wall
+
+
+def release_memory() -> None:
+    """Collect garbage and hand freed heap back to the OS (glibc), so the bench's own
+    process shrinks before the probe and `rag ask` processes start beside it."""
+    import ctypes
+    import gc
+
+    gc.collect()
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
+def disk_bytes(folder: Path) -> int:
+    """Bytes allocated under a folder (as `du` counts them)."""
+    total = 0
+    for root, _, files in os.walk(folder):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(Path(root) / name).st_blocks * 512
+    return total
+
+
+# -- the bench --------------------------------------------------------------------------
+
+
+@dataclass
+class ScaleJob:
+    """What a scale run measures and how."""
+
+    sizes: list[int]
+    base: list[Path]
+    sample: int = DEFAULT_SAMPLE
+    noise: float = DEFAULT_NOISE
+    seed: int = DEFAULT_SEED
+    questions_file: Path | None = None
+    cold_start: bool = True
+    embedder: Embedder | None = None  # default: make_embedder (the real model)
+    probe_embedder: str | None = None  # 'module:factory' for the probe, with `embedder`
+    keep: bool = False
+
+
+def run_scale(
+    job: ScaleJob, settings: Settings, work: Path, log: Callable[[str], None]
+) -> dict[str, Any]:
+    """Grow one index in `work` through `job.sizes`; a row of figures per size."""
+    from eval.bench import COLD_QUESTION, QUESTIONS, gold_questions, warm_up
+    from eval.peer import hit_rate, percentile
+    from rag.assistant import Assistant
+    from rag.embedding.embed import make_embedder
+    from rag.embedding.tuning import cpu_info
+
+    seeds = seed_papers()
+    questions_file = job.questions_file
+    if questions_file is not None and not Path(questions_file).is_file():
+        questions_file = None  # the bundled set is missing (eval not installed): no hit@5
+    if job.sizes[0] <= len(seeds):
+        raise ValueError(f"every size must exceed the {len(seeds)} bundled seeds")
+    bench_settings = settings.model_copy(update={"index_dir": work / "index", "chroma_url": None})
+    real = job.embedder or make_embedder(bench_settings)
+    warm_up(real)
+    started = time.perf_counter()
+    base = read_base(job.base)
+    generator = Generator.of(base, job.sample, job.seed, reserved=seeds)
+    vectors = parent_vectors(generator.parents, real, bench_settings)
+    log(f"{len(generator.parents)} parents embedded in {time.perf_counter() - started:.1f} s")
+    embedder = SyntheticEmbedder(real, generator.parent_of, vectors, job.noise, job.seed)
+    abstracts = {p.paper_id: p.abstract for p in [*seeds, *base]}
+    seed_ids = {p.paper_id for p in seeds}
+    scored = [q for q in gold_questions(questions_file, abstracts) if q[1] <= seed_ids]
+    load_before = os.getloadavg()
+    probe_job = {
+        "questions": QUESTIONS,
+        "scored": [q for q, _ in scored],
+        "embedder": job.probe_embedder,
+    }
+    rows: list[dict[str, Any]] = []
+    details: list[dict[str, Any]] = []
+    made, total_s = 0, 0.0
+    (work / "papers").mkdir(parents=True, exist_ok=True)
+    for size in job.sizes:
+        part = work / "papers" / f"part-{size}.jsonl"
+        wanted = size - len(seeds)
+        write_records(generator.records(made, wanted), part)
+        paths: list[str | Path] = [part] if made else [part, BUNDLED_CORPUS]
+        made = wanted
+        model_before = embedder.model_s
+        start = time.perf_counter()
+        summary = Assistant(bench_settings, embedder).ingest(paths)
+        step_s = time.perf_counter() - start - (embedder.model_s - model_before)
+        total_s += step_s
+        release_memory()  # the step's catalog, before the processes that measure start
+        log(f"{summary.total_papers} papers: ingest step {step_s:.1f} s")
+        if job.probe_embedder is None:
+            snapshot_s = ask_seconds(bench_settings, COLD_QUESTION)
+        else:  # a fake embedder: `rag ask` could not open its index
+            snapshot_s = run_probe(
+                bench_settings, {**probe_job, "warm_only": True, "questions": [COLD_QUESTION]}, work
+            )[1]
+        cold = None
+        if job.cold_start and job.probe_embedder is None:
+            cold = statistics.median(
+                ask_seconds(bench_settings, COLD_QUESTION) for _ in range(COLD_RUNS)
+            )
+        probed, _ = run_probe(bench_settings, probe_job, work)
+        ranked = probed["ranked"]
+        row = {
+            "papers": summary.total_papers,
+            "ingest_s": round(total_s, 2),
+            "ingest_step_s": round(step_s, 2),
+            "query_p50_ms": percentile(probed["retrieval_ms"], 50),
+            "query_p95_ms": percentile(probed["retrieval_ms"], 95),
+            "hit_at_5": hit_rate(ranked, scored),
+            "rss_gb": probed["rss_gb"],
+            "disk_gb": round(disk_bytes(bench_settings.index_dir) / GB, 3),
+            "cold_start_s": None if cold is None else round(cold, 2),
+            "snapshot_s": round(snapshot_s, 2),
+        }
+        rows.append(row)
+        details.append({"papers": row["papers"], "chunks": summary.total_chunks})
+        log(json.dumps(row))
+    return {
+        "scale": rows,
+        "chunks": details,
+        "machine": {
+            "cpu": cpu_info(),
+            "load_1_5_15_before": [round(x, 2) for x in load_before],
+            "load_1_5_15_after": [round(x, 2) for x in os.getloadavg()],
+        },
+        "base": {
+            "files": [str(p) for p in job.base],
+            "papers": len(base),
+            "sentences": len(generator.donors),
+        },
+        "sample": len(generator.parents),
+        "noise": {
+            "sigma_per_dim": job.noise,
+            "swap_sentence_p": generator.swap,
+            "mean_cosine_to_parent": _rounded(embedder.mean_cosine),
+        },
+        "seed": job.seed,
+        "embed_model": embedder.name,
+        "model_s": round(embedder.model_s, 2),
+        "model_texts": embedder.model_texts,
+        "hit_questions": len(scored),
+        "questions": len(QUESTIONS),
+    }
+
+
+def _rounded(value: float | None, digits: int = 4) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def bench_scale(
+    job: ScaleJob, settings: Settings, out: Path, log: Callable[[str], None]
+) -> dict[str, Any]:
+    """`run_scale` in a temporary folder (kept with `job.keep`); the JSON and the plot
+    written to `out`."""
+    out.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="rag-scale-index-"))
+    try:
+        result = run_scale(job, settings, work, log)
+    finally:
+        if not job.keep:
+            import shutil
+
+            shutil.rmtree(work, ignore_errors=True)
+    result["out"] = str(out)
+    result["index"] = str(work / "index") if job.keep else None
+    (out / "scale.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    plot(result["scale"], out / "scale.png", result["machine"]["cpu"]["model"])
+    return result
+
+
+# -- output -----------------------------------------------------------------------------
+
+PLOTTED = [k for k in ROW_KEYS if k != "papers"]
+
+
+def plot(rows: list[dict[str, Any]], path: Path, cpu: str = "") -> Path:
+    """Each figure against the paper count (log x), one panel per figure."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(3, 3, figsize=(13, 10))
+    papers = [r["papers"] for r in rows]
+    for ax, key in zip(axes.flat, PLOTTED, strict=True):
+        points = [(n, r[key]) for n, r in zip(papers, rows, strict=True) if r[key] is not None]
+        if points:
+            ax.plot(*zip(*points, strict=True), marker="o")
+        ax.set_xscale("log")
+        ax.set_title(key)
+        ax.set_xlabel("papers")
+        ax.grid(True, which="both", alpha=0.3)
+    fig.suptitle(f"rag bench --scale ({cpu})")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def format_scale(result: dict[str, Any]) -> str:
+    """The readable table: a row per size, a column per figure."""
+    widths = [max(len(k), 8) for k in ROW_KEYS]
+    lines = ["  ".join(f"{k:>{w}}" for k, w in zip(ROW_KEYS, widths, strict=True))]
+    for row in result["scale"]:
+        cells = ["-" if row[k] is None else str(row[k]) for k in ROW_KEYS]
+        lines.append("  ".join(f"{c:>{w}}" for c, w in zip(cells, widths, strict=True)))
+    cpu = result["machine"]["cpu"]
+    noise = result["noise"]
+    lines += [
+        f"cpu: {cpu['model']}, {cpu['cores']} cores; load average (1, 5, 15 min) "
+        f"{result['machine']['load_1_5_15_before']} before, "
+        f"{result['machine']['load_1_5_15_after']} after",
+        f"base: {result['base']['papers']} real papers, {result['sample']} parents embedded; "
+        f"noise sigma {noise['sigma_per_dim']}, mean cosine to parent "
+        f"{noise['mean_cosine_to_parent']}",
+        f"hit@5 over {result['hit_questions']} questions; figures and plot in {result['out']}",
+    ]
+    if result.get("index"):
+        lines.append(f"index kept: {result['index']}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> None:
+    """`python -m eval.scale probe JOB.json OUT.json`: the probe process."""
+    if len(argv) != 3 or argv[0] != "probe":
+        raise SystemExit("usage: python -m eval.scale probe JOB.json OUT.json")
+    job = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
+    Path(argv[2]).write_text(json.dumps(probe(job)), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
