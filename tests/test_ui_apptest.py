@@ -48,7 +48,8 @@ _DRAFT = re.compile(r"<draft>\n(.*?)\n</draft>", re.S)
 
 @pytest.fixture(autouse=True)
 def _hash_embedded_app(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every page here embeds with `HashEmbedder` (the app's test hook): no model loads."""
+    """Every page here embeds with `HashEmbedder` (the app's test hook): no model loads,
+    also in the tests that start the app without `app`."""
     monkeypatch.setenv("RAG_UI_EMBEDDER", HASH_EMBEDDER_HOOK)
 
 
@@ -56,10 +57,12 @@ def _hash_embedded_app(monkeypatch: pytest.MonkeyPatch) -> None:
 def app(
     hashed_index: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Callable[..., AppTest]:
-    """Start the app over a copy of the hash-embedded seeds, with extra environment variables."""
+    """Start the app over a copy of the hash-embedded seeds, with extra environment variables
+    (and the hook that embeds with `HashEmbedder`, also where another module imports `app`)."""
     index = tmp_path / "index"
     shutil.copytree(hashed_index, index)
     monkeypatch.chdir(tmp_path)  # no .env from the working copy
+    monkeypatch.setenv("RAG_UI_EMBEDDER", HASH_EMBEDDER_HOOK)
 
     def start(**env: str) -> AppTest:
         monkeypatch.setenv("RAG_INDEX_DIR", str(index))
