@@ -113,9 +113,7 @@ class Live:
 
 
 @pytest.fixture
-def live(
-    fake_factory: Factory, llama_server: LlamaServer, monkeypatch: pytest.MonkeyPatch
-) -> Live:
+def live(fake_factory: Factory, llama_server: LlamaServer, monkeypatch: pytest.MonkeyPatch) -> Live:
     assistant = fake_factory(**endpoint(llama_server))
     assert assistant.client is not None
     assert assistant.settings.base_url == llama_server.base_url
