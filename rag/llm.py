@@ -79,10 +79,12 @@ class Chat(Protocol):
 class ChatClient:
     """Chat completions with retries, one deadline, and optional token streaming."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, sleep: Callable[[float], None] = time.sleep) -> None:
+        """`sleep` waits out a retry's delay (the tests record the delays instead)."""
         import openai
 
         self.settings = settings
+        self.sleep = sleep
         key = settings.api_key.get_secret_value() if settings.api_key else "not-needed"
         self.client = openai.OpenAI(
             base_url=settings.base_url,
@@ -127,7 +129,7 @@ class ChatClient:
                     raise LLMError(
                         f"{exc} (after {attempts} attempt(s))", exc.retryable, status=exc.status
                     ) from None
-                time.sleep(delay)
+                self.sleep(delay)
                 continue
             return Reply(text, attempts)
 

@@ -16,7 +16,7 @@ import pytest
 from rag.assistant import Assistant
 from rag.config import BUNDLED_CORPUS, Settings
 from rag.embedding.embed import LocalEmbedder, ModelEmbedder
-from tests.fakes import HashEmbedder
+from tests.fakes import HashEmbedder, hash_embedder
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SHARED = Path(__file__).resolve().parents[2] / "shared"
@@ -103,6 +103,13 @@ def fake_embedder() -> HashEmbedder:
 def fake_seeded(fake_factory: Callable[..., Assistant]) -> Assistant:
     """An extractive assistant over the hash-embedded seeds (do not ingest into it)."""
     return fake_factory()
+
+
+@pytest.fixture
+def hash_embedded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An `Assistant` built without an embedder (as the CLI and `rag eval` build theirs, in
+    this process) gets a `HashEmbedder`: use it with copies of `hashed_index`."""
+    monkeypatch.setattr("rag.assistant.make_embedder", hash_embedder)
 
 
 # The fixtures that load the real embedding model (directly or through the seeded index).

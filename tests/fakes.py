@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from rag.config import Settings
 from rag.llm import LLMError, OnReset, OnToken, Reply
 
 DIM = 64
@@ -46,6 +47,15 @@ class HashEmbedder:
             vector[bucket] += 1.0
         norm = float(np.linalg.norm(vector))
         return vector / norm if norm else vector
+
+
+# What the app's test hook names (ui/resources.py): RAG_UI_EMBEDDER=tests.fakes:hash_embedder
+HASH_EMBEDDER_HOOK = f"{__name__}:hash_embedder"
+
+
+def hash_embedder(settings: Settings, family: str | None = None) -> HashEmbedder:
+    """The `make_embedder` the app uses under the test hook: a `HashEmbedder`."""
+    return HashEmbedder()
 
 
 Script = str | Exception | Callable[[list[dict[str, str]]], str]

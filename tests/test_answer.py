@@ -127,8 +127,9 @@ def test_speculative_decoding_question_via_cli_json(seeded: Assistant) -> None:
     assert data["timings_ms"]["total"] > 0
 
 
-@pytest.mark.model
-def test_cli_ingest_twice_embeds_nothing_the_second_time(tmp_path: object) -> None:
+def test_cli_ingest_twice_embeds_nothing_the_second_time(
+    tmp_path: object, hash_embedded: None
+) -> None:
     runner = CliRunner()
     index = str(tmp_path) + "/index"
     args = ["--index-dir", index, "ingest", "--json", str(FIXTURES / "records.csv")]
@@ -141,8 +142,9 @@ def test_cli_ingest_twice_embeds_nothing_the_second_time(tmp_path: object) -> No
     ]
 
 
-@pytest.mark.model  # its first embedding call measures this CPU's backends
-def test_cli_fails_clearly_when_nothing_can_be_ingested(tmp_path: object) -> None:
+def test_cli_fails_clearly_when_nothing_can_be_ingested(
+    tmp_path: object, hash_embedded: None
+) -> None:
     runner = CliRunner()
     bad = FIXTURES / "missing.jsonl"
     result = runner.invoke(main, ["--index-dir", f"{tmp_path}/i", "ingest", str(bad)])
@@ -159,8 +161,8 @@ def test_follow_up_without_llm_uses_the_previous_turn(seeded: Assistant) -> None
     assert standalone.query == "Which papers study Bayesian optimisation over graphs?"
 
 
-def test_answer_json_round_trips(seeded: Assistant) -> None:
-    answer = seeded.ask("conformal prediction interval width")
+def test_answer_json_round_trips(fake_seeded: Assistant) -> None:
+    answer = fake_seeded.ask("conformal prediction interval width")
     data = json.loads(json.dumps(answer_json(answer)))
     assert data["question"] == "conformal prediction interval width"
     assert isinstance(data["abstained"], bool) and isinstance(data["notices"], list)
@@ -203,8 +205,8 @@ def test_citation_groups_and_sentences() -> None:
     ]
 
 
-def test_notices_are_strings_in_json_with_codes_beside_them(seeded: Assistant) -> None:
-    answer = seeded.ask("which NeurIPS papers use DCT?")
+def test_notices_are_strings_in_json_with_codes_beside_them(fake_seeded: Assistant) -> None:
+    answer = fake_seeded.ask("which NeurIPS papers use DCT?")
     data = json.loads(json.dumps(answer_json(answer)))
     assert all(isinstance(n, str) for n in data["notices"])
     assert data["notice_codes"] == ["scope", "abstained"]

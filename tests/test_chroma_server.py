@@ -1,4 +1,8 @@
-"""Server mode: the same pipeline against a real `chroma run` on loopback."""
+"""Server mode: the same pipeline against a real `chroma run` on loopback.
+
+The server is the point, not the model: every assistant here, in this process and in the
+asking subprocesses, embeds with `HashEmbedder` (the collection holds its vectors).
+"""
 
 from __future__ import annotations
 
@@ -15,10 +19,12 @@ import pytest
 
 from rag.assistant import Assistant
 from rag.config import BUNDLED_CORPUS, Settings
-from rag.embedding.embed import LocalEmbedder
 from rag.store.index import StoreError
 
 from .conftest import FIXTURES
+from .fakes import HashEmbedder
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def free_port() -> int:
@@ -57,15 +63,15 @@ def chroma_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.mark.slow
 def test_ingest_and_ask_through_a_chroma_server(
-    chroma_url: str, settings_factory: Callable[..., Settings], embedder: LocalEmbedder
+    chroma_url: str, settings_factory: Callable[..., Settings], fake_embedder: HashEmbedder
 ) -> None:
     settings = settings_factory(chroma_url=chroma_url, collection="server-test")
-    writer = Assistant(settings, embedder)
+    writer = Assistant(settings, fake_embedder)
     first = writer.ingest([BUNDLED_CORPUS, FIXTURES / "records.csv"])
     assert first.total_papers == 54 and first.chunks_embedded == first.total_chunks
     assert writer.ingest([BUNDLED_CORPUS]).chunks_embedded == 0
 
-    reader = Assistant(settings, embedder)  # e.g. a second app instance on another machine
+    reader = Assistant(settings, fake_embedder)  # e.g. a second app instance on another machine
     assert reader.stats()["papers"] == 54 and reader.stats()["location"] == chroma_url
     answer = reader.ask("Which papers improve speculative decoding or speculative sampling?")
     texts = " ".join(s.text for s in answer.sources)
@@ -74,21 +80,23 @@ def test_ingest_and_ask_through_a_chroma_server(
 
 
 def test_unreachable_server_is_a_clear_error(
-    settings_factory: Callable[..., Settings], embedder: LocalEmbedder
+    settings_factory: Callable[..., Settings], fake_embedder: HashEmbedder
 ) -> None:
     url = f"http://127.0.0.1:{free_port()}"
     with pytest.raises(StoreError, match=f"cannot reach the Chroma server at {url}"):
-        Assistant(settings_factory(chroma_url=url), embedder)
+        Assistant(settings_factory(chroma_url=url), fake_embedder)
 
 
 ASKER = """
 import json, sys
+sys.path.insert(0, sys.argv[4])  # the repository root: tests.fakes
 from concurrent.futures import ThreadPoolExecutor
 from rag.assistant import Assistant
 from rag.config import Settings
+from tests.fakes import HashEmbedder
 settings = Settings(_env_file=None, chroma_url=sys.argv[1], collection="server-test",
                     index_dir=sys.argv[2])
-assistant = Assistant(settings)
+assistant = Assistant(settings, HashEmbedder())
 questions = json.loads(sys.argv[3])
 with ThreadPoolExecutor(8) as pool:
     answers = list(pool.map(assistant.ask, questions))
@@ -100,7 +108,7 @@ print(json.dumps([[a.question, [s.paper_id for s in a.sources], a.answer] for a 
 def test_two_processes_query_one_server_concurrently(
     chroma_url: str,
     settings_factory: Callable[..., Settings],
-    embedder: LocalEmbedder,
+    fake_embedder: HashEmbedder,
     tmp_path: Path,
 ) -> None:
     import json
@@ -108,7 +116,7 @@ def test_two_processes_query_one_server_concurrently(
     from eval.bench import QUESTIONS
 
     settings = settings_factory(chroma_url=chroma_url, collection="server-test")
-    reader = Assistant(settings, embedder)
+    reader = Assistant(settings, fake_embedder)
     reader.ingest([BUNDLED_CORPUS])  # no-op when the first test already filled it
     expected = {q: [s.paper_id for s in reader.ask(q).sources] for q in QUESTIONS[:8]}
     procs = [
@@ -120,6 +128,7 @@ def test_two_processes_query_one_server_concurrently(
                 chroma_url,
                 str(tmp_path / f"p{i}"),
                 json.dumps(QUESTIONS[:8]),
+                str(ROOT),
             ],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -1,7 +1,9 @@
-"""`rag eval run | compare | check` end to end through click, on copies of the fake_seeded index.
+"""`rag eval run | compare | check` end to end through click, on copies of the hashed seeds.
 
-The copies keep the session's fake_seeded index untouched; the runs ingest the seeds again
-(a no-op: 0 chunks embedded) exactly as a user's run would.
+The runs are the point, not the model: each runs on a copy of the hash-embedded seeds
+(`hashed_index`), and the CLI's assistant embeds with `HashEmbedder` (`hash_embedded`).
+The copies keep the session's index untouched; the runs ingest the seeds again (a no-op:
+0 chunks embedded) exactly as a user's run would.
 """
 
 from __future__ import annotations
@@ -57,9 +59,11 @@ def rag(tmp_path: Path, *args: str) -> Result:
         return runner.invoke(main, list(args), catch_exceptions=False)
 
 
-def test_eval_run_writes_results_metrics_and_report(tmp_path: Path, seeded_index: Path) -> None:
+def test_eval_run_writes_results_metrics_and_report(
+    tmp_path: Path, hashed_index: Path, hash_embedded: None
+) -> None:
     index = tmp_path / "index"
-    shutil.copytree(seeded_index, index)
+    shutil.copytree(hashed_index, index)
     questions = subset(tmp_path, SUBSET, [QUOTE])
     out = tmp_path / "run"
 
@@ -118,10 +122,10 @@ def test_eval_run_writes_results_metrics_and_report(tmp_path: Path, seeded_index
 
 
 def test_a_follow_up_is_asked_in_the_conversation_it_follows(
-    tmp_path: Path, seeded_index: Path
+    tmp_path: Path, hashed_index: Path, hash_embedded: None
 ) -> None:
     index = tmp_path / "index"
-    shutil.copytree(seeded_index, index)
+    shutil.copytree(hashed_index, index)
     extra = [
         QUOTE,
         {"id": "short", "question": "Which datasets?", "group": "short"},  # a new conversation
@@ -169,9 +173,11 @@ def corpus(path: Path, name: str) -> Path:
     return file
 
 
-def test_with_corpus_adds_distractors_once(tmp_path: Path, seeded_index: Path) -> None:
+def test_with_corpus_adds_distractors_once(
+    tmp_path: Path, hashed_index: Path, hash_embedded: None
+) -> None:
     out = tmp_path / "run"
-    shutil.copytree(seeded_index, out / "index")  # the default index: OUT/index
+    shutil.copytree(hashed_index, out / "index")  # the default index: OUT/index
     questions = subset(tmp_path, ("q111", "q126"))
     first, second = corpus(tmp_path, "alpha"), corpus(tmp_path, "beta")
     args = [
@@ -198,9 +204,11 @@ def test_with_corpus_adds_distractors_once(tmp_path: Path, seeded_index: Path) -
     assert run["papers"] == 58 and run["ingest"]["chunks_embedded"] == 0
 
 
-def test_compare_writes_one_table_and_one_plot(tmp_path: Path, seeded_index: Path) -> None:
+def test_compare_writes_one_table_and_one_plot(
+    tmp_path: Path, hashed_index: Path, hash_embedded: None
+) -> None:
     index = tmp_path / "index"
-    shutil.copytree(seeded_index, index)
+    shutil.copytree(hashed_index, index)
     questions = subset(tmp_path, ("q001", "q111"))
     out = tmp_path / "cmp"
 

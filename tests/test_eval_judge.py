@@ -60,13 +60,17 @@ def grade_or_answer(request: Request) -> str:
 
 
 def test_llm_mode_with_judge_end_to_end(
-    tmp_path: Path, seeded_index: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, hashed_index: Path, hash_embedded: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The judge's path through `rag eval run`, on a copy of the hash-embedded seeds."""
     server = OpenAIServer(reply(grade_or_answer)).start()
     monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
     monkeypatch.setenv("RAG_LLM_MIN_NEW_WORDS", "0")  # its scripted answers quote sources
+    # and quote source 1's first sentence, not the offline answer they are offered: the
+    # judge is the point here, whether the answer is kept is test_llm's and test_answer's
+    monkeypatch.setenv("RAG_LLM_MIN_DRAFT_COVERAGE", "0")
     index = tmp_path / "index"
-    shutil.copytree(seeded_index, index)
+    shutil.copytree(hashed_index, index)
     # one answerable, one refused before the LLM (the records hold no authors)
     wanted = {"q002", "q126"}
     lines = [x for x in QUESTIONS.read_text().splitlines() if json.loads(x)["id"] in wanted]

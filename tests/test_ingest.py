@@ -239,6 +239,7 @@ def test_per_paper_vectors_are_shared_by_a_papers_chunks(
         Store(settings.model_copy(update={"embed_unit": "chunk"}), fake_embedder.name)
 
 
+@pytest.mark.model  # builds the sentence-transformers model twice (5 s): never in `make check`
 def test_texts_cut_shorter_make_another_embedding_model() -> None:
     short = LocalEmbedder("all-MiniLM-L6-v2", max_tokens=128)
     assert short.name == "local:all-MiniLM-L6-v2@128"

@@ -8,7 +8,9 @@ what must hold whatever it writes: the answer is the model's reply after the cit
 check when it holds up against the sources, else the offline answer with the reply as its
 draft; every citation left points at a source marked cited, numbers that match no source
 are gone and reported, flagged sentences are the answer's own. Nothing is replaced: the
-client's `complete` is only wrapped to keep the raw reply for those checks.
+client's `complete` is only wrapped to keep the raw reply for those checks. The server is
+the point, not the embedder: the assistants search the hash-embedded seeds (`fake_factory`),
+which find these questions' papers by their words.
 """
 
 from __future__ import annotations
@@ -111,10 +113,8 @@ class Live:
 
 
 @pytest.fixture
-def live(
-    assistant_factory: Factory, llama_server: LlamaServer, monkeypatch: pytest.MonkeyPatch
-) -> Live:
-    assistant = assistant_factory(**endpoint(llama_server))
+def live(fake_factory: Factory, llama_server: LlamaServer, monkeypatch: pytest.MonkeyPatch) -> Live:
+    assistant = fake_factory(**endpoint(llama_server))
     assert assistant.client is not None
     assert assistant.settings.base_url == llama_server.base_url
     recorder = Recorder(assistant.client.complete)
@@ -240,10 +240,10 @@ def test_health_lists_the_served_model(live: Live) -> None:
 
 
 def test_wrong_key_is_refused_without_retry(
-    assistant_factory: Factory, llama_server: LlamaServer
+    fake_factory: Factory, llama_server: LlamaServer
 ) -> None:
     """The server answers 401 to a wrong key: no retry, the offline answer, a notice."""
-    assistant = assistant_factory(**endpoint(llama_server, OPENAI_API_KEY="sk-wrong"))
+    assistant = fake_factory(**endpoint(llama_server, OPENAI_API_KEY="sk-wrong"))
     answer = assistant.ask(QUESTION)
 
     assert answer.mode == "extractive"

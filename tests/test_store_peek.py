@@ -21,9 +21,11 @@ from .conftest import make_settings
 
 ASK = """
 import json, sys
+sys.path.insert(0, sys.argv[1])  # the repository root: tests.fakes
 from rag.assistant import Assistant
 from rag.config import Settings
-assistant = Assistant(Settings(_env_file=None))
+from tests.fakes import HashEmbedder
+assistant = Assistant(Settings(_env_file=None), HashEmbedder())  # the vectors of hashed_index
 answer = assistant.ask("what is GTO?")
 print(json.dumps({"chromadb": "chromadb" in sys.modules, "opened": assistant.store.opened,
                   "cited": [s.title for s in answer.sources if s.cited],
@@ -77,20 +79,16 @@ def test_a_wrong_model_is_refused_without_opening_chroma(hashed_index: Path) -> 
 
 @pytest.mark.slow
 def test_a_new_process_answers_from_the_snapshot_without_chromadb(
-    tmp_path: Path, seeded_index: Path
+    tmp_path: Path, hashed_index: Path
 ) -> None:
     index = tmp_path / "index"
-    shutil.copytree(seeded_index, index)
-    env = {
-        **os.environ,
-        "RAG_INDEX_DIR": str(index),
-        "RAG_EMBED_BACKEND": "onnx",  # no per-machine measurement in a test
-        "HF_HUB_OFFLINE": "1",
-    }
+    shutil.copytree(hashed_index, index)
+    env = {**os.environ, "RAG_INDEX_DIR": str(index)}
+    root = str(Path(__file__).resolve().parents[1])
 
     def ask() -> dict[str, object]:
         done = subprocess.run(
-            [sys.executable, "-c", ASK], env=env, capture_output=True, text=True, timeout=300
+            [sys.executable, "-c", ASK, root], env=env, capture_output=True, text=True, timeout=300
         )
         assert done.returncode == 0, done.stderr[-3000:]
         return json.loads(done.stdout.strip().splitlines()[-1])

@@ -24,7 +24,6 @@ from rag.aggregate.topics import (
 from rag.assistant import Assistant
 from rag.cli import main
 from rag.corpus.labels import LABELS_VERSION
-from rag.embedding.embed import LocalEmbedder
 from rag.errors import RagError
 from rag.retrieval.related import UnknownPaper
 from rag.store.index import Catalog, StoredPaper, mean_per_paper, paper_from_metadata
@@ -173,14 +172,6 @@ def private(hashed_index: Path, tmp_path: Path, fake_embedder: HashEmbedder) -> 
     return Assistant(make_settings(index), fake_embedder)
 
 
-@pytest.fixture
-def private_real(seeded_index: Path, tmp_path: Path, embedder: LocalEmbedder) -> Assistant:
-    """The same over the real model's seeds: what `rag topics` opens."""
-    index = tmp_path / "index"
-    shutil.copytree(seeded_index, index)
-    return Assistant(make_settings(index), embedder)
-
-
 def test_seed_topics_hold_every_paper_once_and_are_cached(
     private: Assistant, fake_embedder: HashEmbedder
 ) -> None:
@@ -207,6 +198,7 @@ def test_topics_inside_a_scope_the_index_lacks_are_none(fake_seeded: Assistant) 
 def test_related_papers_never_include_the_paper_and_rank_by_similarity(
     seeded: Assistant,
 ) -> None:
+    """Real: the nearest paper is the model's judgement (hash vectors put another first)."""
     papers = seeded.papers()
     gto = next(pid for pid, p in papers.items() if p.label.startswith("GTO"))
     found = seeded.related(gto, top_k=5)
@@ -230,8 +222,8 @@ def test_an_unknown_paper_id_is_an_expected_error_naming_close_ids(fake_seeded: 
 # -- the CLI's --json shapes ----------------------------------------------------------------
 
 
-def test_topics_json_shape(private_real: Assistant) -> None:
-    index = str(private_real.settings.index_dir)
+def test_topics_json_shape(private: Assistant, hash_embedded: None) -> None:
+    index = str(private.settings.index_dir)  # `rag topics` opens it with a HashEmbedder
     result = CliRunner().invoke(main, ["--index-dir", index, "topics", "--json", "--papers", "3"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
@@ -246,9 +238,9 @@ def test_topics_json_shape(private_real: Assistant) -> None:
     assert json.loads(scoped.stdout)["topics"] == []
 
 
-def test_related_json_shape_and_unknown_id(seeded: Assistant) -> None:
-    index = str(seeded.settings.index_dir)
-    paper_id = next(iter(seeded.papers()))
+def test_related_json_shape_and_unknown_id(fake_seeded: Assistant, hash_embedded: None) -> None:
+    index = str(fake_seeded.settings.index_dir)  # `rag related` opens it with a HashEmbedder
+    paper_id = next(iter(fake_seeded.papers()))
     result = CliRunner().invoke(main, ["--index-dir", index, "related", paper_id, "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)

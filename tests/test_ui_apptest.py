@@ -1,8 +1,11 @@
-"""The Streamlit page driven in-process with AppTest, over a private copy of the seeded index.
+"""The Streamlit page driven in-process with AppTest, over a private copy of the seeds.
 
-Each test points the app at its own copy (`RAG_INDEX_DIR`) and runs from a temporary
-folder, so neither the shared index nor a developer's .env is touched. The LLM endpoint
-is a real HTTP server on loopback speaking the OpenAI protocol (streaming included).
+Each test points the app at its own copy of the hash-embedded seeds (`RAG_INDEX_DIR`), with
+the app's test hook (`RAG_UI_EMBEDDER`, ui/resources.py) giving it the `HashEmbedder` they
+were indexed with: the page is the point here, not the model, and none is loaded. Each runs
+from a temporary folder, so neither the shared index nor a developer's .env is touched. The
+LLM endpoint is a real HTTP server on loopback speaking the OpenAI protocol (streaming
+included).
 """
 
 from __future__ import annotations
@@ -24,15 +27,18 @@ from rag.answering.citations import CITATION
 from rag.assistant import Assistant
 from ui.stream import Done, ask_events
 
+from .fakes import HASH_EMBEDDER_HOOK
 from .openai_server import OpenAIServer, Request, reply
 
 APP = str(Path(__file__).resolve().parents[1] / "ui" / "app.py")
-TIMEOUT = 120  # the first run loads the embedding model
+TIMEOUT = 120  # generous: the machine may be busy
 QUESTION = "Which papers study speculative decoding, and what speedups do they report?"
 FOLLOW_UP = "What speedup does it report?"
 OFF_TOPIC = "What is the best recipe for sourdough bread?"
 SCOPED = "which ICLR 2026 papers use DCT?"
 ABSENT_VENUE = "which NeurIPS papers use DCT?"  # the seeds are all ICLR 2026
+# One paper answers it (its quoted answer is one sentence, which the endpoint's quote keeps)
+ONE_PAPER = "How is the DCT used to approximate gradient projections?"
 _SOURCE = re.compile(r'<source n="(\d+)" label="[^"]*">\n(.*?)\n</source>', re.S)
 _DRAFT = re.compile(r"<draft>\n(.*?)\n</draft>", re.S)
 
@@ -40,14 +46,23 @@ _DRAFT = re.compile(r"<draft>\n(.*?)\n</draft>", re.S)
 # -- helpers -----------------------------------------------------------------------
 
 
+@pytest.fixture(autouse=True)
+def _hash_embedded_app(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every page here embeds with `HashEmbedder` (the app's test hook): no model loads,
+    also in the tests that start the app without `app`."""
+    monkeypatch.setenv("RAG_UI_EMBEDDER", HASH_EMBEDDER_HOOK)
+
+
 @pytest.fixture
 def app(
-    seeded_index: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    hashed_index: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Callable[..., AppTest]:
-    """Start the app over a copy of the seeded index, with extra environment variables."""
+    """Start the app over a copy of the hash-embedded seeds, with extra environment variables
+    (and the hook that embeds with `HashEmbedder`, also where another module imports `app`)."""
     index = tmp_path / "index"
-    shutil.copytree(seeded_index, index)
+    shutil.copytree(hashed_index, index)
     monkeypatch.chdir(tmp_path)  # no .env from the working copy
+    monkeypatch.setenv("RAG_UI_EMBEDDER", HASH_EMBEDDER_HOOK)
 
     def start(**env: str) -> AppTest:
         monkeypatch.setenv("RAG_INDEX_DIR", str(index))
@@ -153,6 +168,8 @@ def _closed_port() -> int:
 def test_first_start_builds_the_bundled_index(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The one page here with the test hook unset: the product's own model builds it."""
+    monkeypatch.delenv("RAG_UI_EMBEDDER")
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("RAG_INDEX_DIR", str(tmp_path / "fresh"))
     at = AppTest.from_file(APP, default_timeout=TIMEOUT).run()
@@ -160,6 +177,13 @@ def test_first_start_builds_the_bundled_index(
     assert any("Indexed 52" in t.value for t in at.toast)
     assert at.metric[0].value == "52"
     assert "Try asking" in markdown(at)
+    assert "Embedding model: `all-MiniLM-L6-v2" in captions(at)
+
+
+def test_the_test_hook_gives_the_page_the_hash_embedder(app: Callable[..., AppTest]) -> None:
+    at = app()
+    assert "Embedding model: `test:hash-64`" in captions(at)
+    assert at.metric[0].value == "52"
 
 
 def test_question_gets_cited_answer_and_sources_panel(app: Callable[..., AppTest]) -> None:
@@ -298,7 +322,7 @@ def test_mode_switch_between_endpoint_and_extractive(
     at = app(OPENAI_BASE_URL=endpoint.base_url, RAG_LLM_MIN_NEW_WORDS="0")
     assert at.radio(key="mode").value == "llm"
     assert "Endpoint reachable (test-model)" in captions(at)
-    at = ask(at, QUESTION)
+    at = ask(at, ONE_PAPER)
     assert streamed(endpoint) == 1  # the answer came through the token stream
     assert "The top paper reports that" in markdown(at)
     assert "<mark>" in markdown(at)  # the cited sentence is found by overlap
@@ -337,7 +361,6 @@ def test_clear_chat_empties_the_conversation(app: Callable[..., AppTest]) -> Non
     assert at.sidebar.download_button(key="export").disabled
 
 
-@pytest.mark.model
 def test_empty_index_says_so_and_disables_the_question_box(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -369,9 +392,9 @@ def test_bad_settings_or_index_show_a_message_not_a_traceback(
     assert message in at.error[0].value
 
 
-def test_two_sessions_can_ask_at_the_same_time(seeded: Assistant) -> None:
+def test_two_sessions_can_ask_at_the_same_time(fake_seeded: Assistant) -> None:
     questions = [QUESTION, "Can images be synthesised from a frozen CLIP model without a decoder?"]
-    conversations = [seeded.conversation() for _ in questions]
+    conversations = [fake_seeded.conversation() for _ in questions]
     last: dict[int, Any] = {}
 
     def run(i: int) -> None:

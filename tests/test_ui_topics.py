@@ -1,5 +1,5 @@
 """The app's Topics tab and the Related papers action, driven in-process with AppTest over
-a private copy of the seeded index (the `app` fixture of tests/test_ui_apptest.py)."""
+a private copy of the hash-embedded seeds (the `app` fixture of tests/test_ui_apptest.py)."""
 
 from __future__ import annotations
 

@@ -3,12 +3,20 @@
 The embedding model is cached apart from the assistant, so two indexes (RAG_INDEX_DIR
 changed between runs, or tests) share one model. A lock per index makes concurrent first
 starts build the bundled index once: the second session waits, then finds it built.
+
+A test hook: `RAG_UI_EMBEDDER="module:callable"` names a factory `(settings, family) ->
+Embedder` the app uses instead of `make_embedder` (the tests name a hash embedder, so the
+page is driven without loading a model). It is no setting: unset, as it always is outside
+the tests, the app embeds with the model the settings name.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib
+import os
 import threading
+from collections.abc import Callable
 
 import streamlit as st
 
@@ -47,10 +55,26 @@ def embedder_key(settings: Settings) -> str:
     )
 
 
+EMBEDDER_HOOK = "RAG_UI_EMBEDDER"
+
+EmbedderFactory = Callable[[Settings, str | None], Embedder]
+
+
+def embedder_factory() -> EmbedderFactory:
+    """`make_embedder`, or the factory the test hook names ("module:callable")."""
+    target = os.environ.get(EMBEDDER_HOOK, "")
+    if not target:
+        return make_embedder
+    module, _, name = target.partition(":")
+    factory: EmbedderFactory = getattr(importlib.import_module(module), name)
+    return factory
+
+
 @st.cache_resource(show_spinner=False)
 def load_embedder(key: str, _settings: Settings, _family: str | None = None) -> Embedder:
-    """Load the embedding model once per process (`_family`: the index's, part of `key`)."""
-    return make_embedder(_settings, _family)
+    """Load the embedding model once per process (`_family`: the index's, part of `key`;
+    the test hook's factory is part of it too)."""
+    return embedder_factory()(_settings, _family)
 
 
 @st.cache_resource(show_spinner=False)
@@ -58,7 +82,8 @@ def load_assistant(key: str, _settings: Settings) -> Assistant:
     """Open the index, retriever and answerer once per process and settings."""
     settings = adopt_layout(_settings)  # an existing index is opened the way it was built
     family = recorded_family(settings)  # and its vectors' family kept
-    embedder = load_embedder(f"{embedder_key(settings)}|{family}", settings, family)
+    hook = os.environ.get(EMBEDDER_HOOK, "")
+    embedder = load_embedder(f"{embedder_key(settings)}|{family}|{hook}", settings, family)
     assistant = Assistant(settings, embedder)
     assistant.warm_up(background=True)  # the model loads while the page draws
     return assistant
