@@ -261,6 +261,8 @@ class Assistant:
         )
         searched = read_q.text
         t0 = time.perf_counter()
+        if self._about_many(read_q, query) and self._within_one_paper(read_q, applied):
+            read_q = replace(read_q, intent="lookup", plural=False, compared=(), topic="")
         if applied.active and not self.retriever.holds(applied):
             why = f"this index holds no {applied.describe()} papers"
             answer = abstention(question, [], self.answerer.mode_of(mode), why)
@@ -320,6 +322,20 @@ class Assistant:
         words the abstracts write as one ('clip' -> CLIP; see `Retriever.written_names`)."""
         written = self.retriever.written_names(read_q.topic)
         return tuple(dict.fromkeys((*read_q.terms, *written)))
+
+    def _within_one_paper(self, read_q: Query, applied: Filters) -> bool:
+        """Tell whether 'X vs Y' compares one paper's method with its baseline: the same
+        abstract is the best match for every side ('dr-sac reward vs sac', 'gvpo vs o1 on
+        appworld'). Such a question is about that paper (its result against the baseline),
+        not a table of two; it is answered as a lookup of the paper."""
+        if read_q.intent != "comparison" or len(read_q.compared) < 2:
+            return False
+        best = {
+            found[0].paper.paper_id
+            for part in read_q.compared
+            if (found := self.retriever.search(part, 1, applied, lexical=keywords_of(part)))
+        }
+        return len(best) == 1
 
     def about_many(self, read_q: Query, applied: Filters) -> Answer:
         """Answer a count or a comparison (rag/aggregate/conference.py) inside the applied scope."""

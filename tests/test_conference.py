@@ -278,3 +278,19 @@ def test_a_word_the_abstracts_write_as_a_name_is_counted_as_that_name(
     answer = fake_seeded.ask("how many papers are about clip")
     counted = {s.paper_id for s in answer.sources if s.cited}
     assert rlhf.paper_id not in counted
+
+
+def test_a_method_against_its_baseline_is_a_question_about_that_paper(
+    fake_seeded: Assistant,
+) -> None:
+    """'dr-sac reward vs sac': one abstract is the best match for both sides (SAC is the
+    DR-SAC paper's baseline), so it is answered from that paper, not as a table of two;
+    two sides that find two papers still get the table."""
+    answer = fake_seeded.ask("dr-sac reward vs sac")
+    assert answer.intent == "lookup" and answer.table is None
+    cited = [s for s in answer.sources if s.cited]
+    assert cited and "DR-SAC" in cited[0].title
+
+    table = fake_seeded.ask("compare GTO and the n-draft speculative sampling paper")
+    assert table.intent == "comparison" and table.table is not None
+    assert len({s.paper_id for s in table.sources if s.cited}) == 2
