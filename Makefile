@@ -63,8 +63,9 @@ lint: install-dev  ## ruff (lint + format check), mypy and the import contracts 
 
 # The fast loop: no test that runs the real embedding model (marked `model`, checked in
 # tests/conftest.py), starts a server or subprocess (`slow`) or drives Chromium (`browser`).
-check: install-dev lint  ## Lint plus the fast tests (about a minute on 2 cores).
-	$(PY) -m pytest -q -m "not model and not slow and not browser"
+# Spread over the cores (pytest-xdist): 46 s on 2 cores instead of 70 s in one process.
+check: install-dev lint  ## Lint plus the fast tests (under a minute on 2 cores).
+	$(PY) -m pytest -q -n auto -m "not model and not slow and not browser"
 
 test: install-dev lint  ## Lint, type-check and run the whole test suite.
 	$(PY) -m pytest -q -ra
