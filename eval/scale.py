@@ -403,26 +403,26 @@ def run_probe(
     job_file, out_file = folder / "probe-job.json", folder / "probe-out.json"
     job_file.write_text(json.dumps(job), encoding="utf-8")
     command = [sys.executable, "-m", "eval.scale", "probe", str(job_file), str(out_file)]
-    start = time.perf_counter()
-    done = subprocess.run(
-        command, env=probe_env(settings), capture_output=True, text=True, check=False
-    )
-    wall = time.perf_counter() - start
-    if done.returncode != 0:
-        raise RuntimeError(f"the scale probe failed: {done.stderr[-800:]}")
+    wall = _timed(command, settings, "the scale probe failed")
     return json.loads(out_file.read_text(encoding="utf-8")), wall
 
 
 def ask_seconds(settings: Settings, question: str) -> float:
     """Wall time of one new `rag ask --json` process against the index (exec to exit)."""
     command = [sys.executable, "-m", "rag.cli", "ask", question, "--json", "--mode", "extractive"]
+    return _timed(command, settings, "rag ask failed against the scale index")
+
+
+def _timed(command: list[str], settings: Settings, failure: str) -> float:
+    """Run a command against the scale index; its wall time (exec to exit), or
+    RuntimeError with `failure` and the end of its stderr."""
     start = time.perf_counter()
     done = subprocess.run(
         command, env=probe_env(settings), capture_output=True, text=True, check=False
     )
     wall = time.perf_counter() - start
     if done.returncode != 0:
-        raise RuntimeError(f"rag ask failed against the scale index: {done.stderr[-800:]}")
+        raise RuntimeError(f"{failure}: {done.stderr[-800:]}")
     return wall
 
 
