@@ -55,8 +55,8 @@ DEPTH_PER_K = 8  # candidates per requested paper from each retriever, before fu
 # thread is as fast: at 2,648 chunks BM25 takes 0.25 ms and the hand-over eats it
 # (retrieval p50 4.9 ms beside, 4.5 ms after one another, under load).
 PARALLEL_ROWS = 20_000
-# A lower-case word is read as the name the abstracts spell out when they write it so in
-# at least this share of its uses: 'clip' -> CLIP (all of them), not 'map' -> MAP.
+# A lower-case word is read as the name the abstracts write when they write it so in at
+# least this share of its uses: 'clip' -> CLIP (all of them), not 'map' -> MAP.
 WRITTEN_AS_NAME = 0.8
 
 
