@@ -350,18 +350,36 @@ def backend_figures(embedder: Embedder) -> dict[str, Any]:
 
 def cold_start_s(settings: Settings, question: str = COLD_QUESTION, runs: int = COLD_RUNS) -> float:
     """Median wall time of a new `rag ask --json` process against the index (exec to exit)."""
+    return round(statistics.median(ask_seconds(settings, question) for _ in range(runs)), 2)
+
+
+def ask_seconds(settings: Settings, question: str = COLD_QUESTION) -> float:
+    """Wall time of one new `rag ask --json` process against the index (exec to exit)."""
+    command = [sys.executable, "-m", "rag.cli", "ask", question, "--json", "--mode", "extractive"]
+    return timed_run(command, settings, "rag ask failed against the bench's index")
+
+
+def timed_run(command: list[str], settings: Settings, failure: str) -> float:
+    """Run a command against the bench's index; its wall time (exec to exit), or
+    RuntimeError with `failure` and the end of its stderr."""
+    start = time.perf_counter()
+    done = subprocess.run(
+        command, env=index_env(settings), capture_output=True, text=True, check=False
+    )
+    wall = time.perf_counter() - start
+    if done.returncode != 0:
+        raise RuntimeError(f"{failure}: {done.stderr[-800:]}")
+    return wall
+
+
+def index_env(settings: Settings) -> dict[str, str]:
+    """The environment of a process that opens the bench's temporary index: its folder,
+    never the user's Chroma server (RAG_CHROMA_URL left out)."""
     env = {**os.environ, "RAG_INDEX_DIR": str(settings.index_dir)}
+    env.pop("RAG_CHROMA_URL", None)
     if settings.cache_dir:
         env["RAG_CACHE_DIR"] = str(settings.cache_dir)
-    command = [sys.executable, "-m", "rag.cli", "ask", question, "--json", "--mode", "extractive"]
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
-        times.append(time.perf_counter() - start)
-        if done.returncode != 0:
-            raise RuntimeError(f"rag ask failed in the cold-start run: {done.stderr[-500:]}")
-    return round(statistics.median(times), 2)
+    return env
 
 
 def measure_peers(

@@ -38,7 +38,7 @@ synthetic papers, as the index reports its paper count):
   Chroma (which also builds its HNSW graph), and saves the catalog snapshot.
 - `snapshot_s`: exec to exit of the first new `rag ask --json` process after the step,
   which builds and saves the retrieval (BM25, term statistics) and vector snapshots.
-- `cold_start_s`: the median of COLD_RUNS more such processes (exec to exit: imports,
+- `cold_start_s`: the median of eval.bench.COLD_RUNS more such processes (exec to exit: imports,
   model, snapshots, answer), as `rag bench` times it.
 - `query_p50_ms`, `query_p95_ms`, `hit_at_5` and `rss_gb` come from a probe process of
   their own (`python -m eval.scale probe`), so the bench's own memory never mixes in:
@@ -62,8 +62,6 @@ import json
 import os
 import re
 import resource
-import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -91,7 +89,6 @@ DEFAULT_NOISE = 0.025  # per dimension: cosine to the parent ~1 / sqrt(1 + 384 *
 DEFAULT_SEED = 25
 SWAP = 0.3  # probability that a parent's sentence is replaced by another abstract's
 SYN_PREFIX = "syn-"
-COLD_RUNS = 3
 ROW_KEYS = (
     "papers",
     "ingest_s",
@@ -357,15 +354,6 @@ class SyntheticEmbedder:
 # -- the probe process ------------------------------------------------------------------
 
 
-def probe_env(settings: Settings) -> dict[str, str]:
-    """The environment of a process that opens the bench's index."""
-    env = {**os.environ, "RAG_INDEX_DIR": str(settings.index_dir)}
-    env.pop("RAG_CHROMA_URL", None)
-    if settings.cache_dir:
-        env["RAG_CACHE_DIR"] = str(settings.cache_dir)
-    return env
-
-
 def probe(job: dict[str, Any]) -> dict[str, Any]:
     """In a process of its own: open the index, warm up, time the questions, rank the
     scored ones; report the latencies, the rankings and the peak RSS."""
@@ -402,28 +390,11 @@ def run_probe(
     """Run `probe` in a new process; its result and its wall time (exec to exit)."""
     job_file, out_file = folder / "probe-job.json", folder / "probe-out.json"
     job_file.write_text(json.dumps(job), encoding="utf-8")
+    from eval.bench import timed_run  # here: the probe process itself never imports it
+
     command = [sys.executable, "-m", "eval.scale", "probe", str(job_file), str(out_file)]
-    wall = _timed(command, settings, "the scale probe failed")
+    wall = timed_run(command, settings, "the scale probe failed")
     return json.loads(out_file.read_text(encoding="utf-8")), wall
-
-
-def ask_seconds(settings: Settings, question: str) -> float:
-    """Wall time of one new `rag ask --json` process against the index (exec to exit)."""
-    command = [sys.executable, "-m", "rag.cli", "ask", question, "--json", "--mode", "extractive"]
-    return _timed(command, settings, "rag ask failed against the scale index")
-
-
-def _timed(command: list[str], settings: Settings, failure: str) -> float:
-    """Run a command against the scale index; its wall time (exec to exit), or
-    RuntimeError with `failure` and the end of its stderr."""
-    start = time.perf_counter()
-    done = subprocess.run(
-        command, env=probe_env(settings), capture_output=True, text=True, check=False
-    )
-    wall = time.perf_counter() - start
-    if done.returncode != 0:
-        raise RuntimeError(f"{failure}: {done.stderr[-800:]}")
-    return wall
 
 
 def release_memory() -> None:
@@ -470,7 +441,14 @@ def run_scale(
     job: ScaleJob, settings: Settings, work: Path, log: Callable[[str], None]
 ) -> dict[str, Any]:
     """Grow one index in `work` through `job.sizes`; a row of figures per size."""
-    from eval.bench import COLD_QUESTION, QUESTIONS, gold_questions, warm_up
+    from eval.bench import (
+        COLD_QUESTION,
+        QUESTIONS,
+        ask_seconds,
+        cold_start_s,
+        gold_questions,
+        warm_up,
+    )
     from eval.peer import hit_rate, percentile
     from rag.assistant import Assistant
     from rag.embedding.embed import make_embedder
@@ -525,9 +503,7 @@ def run_scale(
             )[1]
         cold = None
         if job.cold_start and job.probe_embedder is None:
-            cold = statistics.median(
-                ask_seconds(bench_settings, COLD_QUESTION) for _ in range(COLD_RUNS)
-            )
+            cold = cold_start_s(bench_settings, COLD_QUESTION)
         probed, _ = run_probe(bench_settings, probe_job, work)
         ranked = probed["ranked"]
         row = {
