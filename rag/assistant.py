@@ -261,13 +261,17 @@ class Assistant:
         )
         searched = read_q.text
         t0 = time.perf_counter()
-        if self._about_many(read_q, query) and self._within_one_paper(read_q, applied):
+        sides = self._sides(read_q, applied) if self._about_many(read_q, query) else []
+        if len(sides) > 1 and len({found[0].paper.paper_id for found in sides if found}) == 1:
+            # 'dr-sac reward vs sac', 'gvpo vs o1 on appworld': one abstract is the best
+            # match for every side, so this compares its method with a baseline it names;
+            # it asks about that paper, not for a table of two.
             read_q = replace(read_q, intent="lookup", plural=False, compared=(), topic="")
         if applied.active and not self.retriever.holds(applied):
             why = f"this index holds no {applied.describe()} papers"
             answer = abstention(question, [], self.answerer.mode_of(mode), why)
         elif self._about_many(read_q, query):
-            answer = self.about_many(read_q, applied)
+            answer = self.about_many(read_q, applied, sides)
         else:
             hits = self.retriever.search(
                 searched, top_k, applied, retriever, timings, read_q.keywords, prefer
@@ -323,22 +327,11 @@ class Assistant:
         written = self.retriever.written_names(read_q.topic)
         return tuple(dict.fromkeys((*read_q.terms, *written)))
 
-    def _within_one_paper(self, read_q: Query, applied: Filters) -> bool:
-        """Tell whether 'X vs Y' compares one paper's method with its baseline: the same
-        abstract is the best match for every side ('dr-sac reward vs sac', 'gvpo vs o1 on
-        appworld'). Such a question is about that paper (its result against the baseline),
-        not a table of two; it is answered as a lookup of the paper."""
-        if read_q.intent != "comparison" or len(read_q.compared) < 2:
-            return False
-        best = {
-            found[0].paper.paper_id
-            for part in read_q.compared
-            if (found := self.retriever.search(part, 1, applied, lexical=keywords_of(part)))
-        }
-        return len(best) == 1
-
-    def about_many(self, read_q: Query, applied: Filters) -> Answer:
-        """Answer a count or a comparison (rag/aggregate/conference.py) inside the applied scope."""
+    def about_many(
+        self, read_q: Query, applied: Filters, sides: Sequence[list[Hit]] = ()
+    ) -> Answer:
+        """Answer a count or a comparison (rag/aggregate/conference.py) inside the applied
+        scope (`sides`: the hits of each thing compared, when already searched)."""
         if read_q.intent == "count":
             names = self._topic_names(read_q)
             matches = self.matcher.match(read_q.topic, self.match_model, applied, names)
@@ -349,7 +342,7 @@ class Assistant:
             )
         notices: list[Notice] = []
         if read_q.compared:
-            hits = self._one_each(read_q.compared, applied)
+            hits = _one_each(sides or self._sides(read_q, applied))
         else:
             names = self._topic_names(read_q)
             matches = self.matcher.match(read_q.topic, self.match_model, applied, names)
@@ -370,15 +363,13 @@ class Assistant:
             )
         return table_answer(read_q, hits, read_q.columns, notices)
 
-    def _one_each(self, parts: Sequence[str], applied: Filters) -> list[Hit]:
-        """The best paper for each thing compared ('GTO', 'the n-draft paper'), no paper twice."""
-        chosen: list[Hit] = []
-        for part in parts:
-            found = self.retriever.search(part, 3, applied, lexical=keywords_of(part))
-            fresh = [h for h in found if h.paper.paper_id not in {c.paper.paper_id for c in chosen}]
-            if fresh:
-                chosen.append(fresh[0])
-        return chosen
+    def _sides(self, read_q: Query, applied: Filters) -> list[list[Hit]]:
+        """The best papers for each thing a comparison names ('GTO', 'the n-draft
+        paper'); none for a count or a comparison of a topic's set."""
+        return [
+            self.retriever.search(part, 3, applied, lexical=keywords_of(part))
+            for part in read_q.compared
+        ]
 
     def conversation(self) -> Conversation:
         """Start a conversation (one per user or browser session)."""
@@ -620,6 +611,16 @@ class Conversation:
     def clear(self) -> None:
         """Forget the turns."""
         self.turns.clear()
+
+
+def _one_each(sides: Sequence[list[Hit]]) -> list[Hit]:
+    """The best paper for each side compared, no paper twice."""
+    chosen: list[Hit] = []
+    for found in sides:
+        fresh = [h for h in found if h.paper.paper_id not in {c.paper.paper_id for c in chosen}]
+        if fresh:
+            chosen.append(fresh[0])
+    return chosen
 
 
 def referred_papers(answer: Answer, query: Query) -> tuple[str, ...]:
