@@ -259,6 +259,33 @@ def calibrate_count_cmd(
     click.echo(f"Wrote {target}, and {out}/rows.jsonl, calibration.json.")
 
 
+@eval_group.command("fit-intent")
+@click.argument(
+    "labels_file",
+    type=click.Path(dir_okay=False, exists=True),
+    default="eval/questions/intent.jsonl",
+)
+@click.option(
+    "--write",
+    "model_path",
+    type=click.Path(dir_okay=False),
+    help="Where to write the model (default: the shipped rag/data/intent.json).",
+)
+def fit_intent_cmd(labels_file: str, model_path: str | None) -> None:
+    """Fit the question-intent model on LABELS_FILE's dev questions; score its test ones."""
+    from eval import intent
+    from rag.question.intent import DEFAULT_MODEL
+
+    try:
+        model, about = intent.fit(intent.read_labels(Path(labels_file)), labels_file)
+    except ValueError as exc:
+        _fail(str(exc))
+    target = Path(model_path or DEFAULT_MODEL)
+    intent.write(model, target)
+    click.echo(json.dumps(about, indent=2, ensure_ascii=False))
+    click.echo(f"Wrote {target}.")
+
+
 @eval_group.command("compare")
 @questions_argument
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Output folder.")

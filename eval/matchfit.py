@@ -2,8 +2,8 @@
 
 Each question is read as `rag ask` reads it (its scope and topic, rag/question/reading.py), every
 paper of its scope the matcher weighs (rag/aggregate/matching.py) becomes one row: its evidence and
-whether it is in the question's gold set. A logistic model (L2-regularised, Newton's
-method) is fitted on the rows; the threshold is the one that maximises the mean F1 of
+whether it is in the question's gold set. A logistic model (L2-regularised, scikit-learn's
+LogisticRegression) is fitted on the rows; the threshold is the one that maximises the mean F1 of
 the questions' sets (a question whose gold set is empty scores 1 when nothing passes,
 else 0), put halfway between the two probabilities it separates. Rows of other indexes
 (`--rows`, e.g. the 22k-abstract index) join the fit. Writes `rows.jsonl`,

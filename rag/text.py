@@ -14,23 +14,12 @@ from functools import lru_cache
 
 import Stemmer
 
+from rag.lexicon import STOP
+
 # After ., ! or ? (or after a citation that follows one: "... works. [2] Next").
 _SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9$\\(*\"“])|(?<=\])\s+(?=[A-Z])")
 _ABBREV = re.compile(r"\b(?:e\.g|i\.e|et al|etc|vs|Fig|Eq|cf|resp|approx|w\.r\.t)\.$")
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9\-]*|\d+(?:\.\d+)?")
-STOP = frozenset(
-    """a an and are as at be by can do does did for from has have how i in into is it its
-    of on or our paper papers show shows that the their them these they this those to was
-    we were what which while who whom why will with work works study studies approach
-    method methods propose proposes proposed any there about find found use used using
-    such than then so not no also both each other between more most over under via
-    been being would could should may might me my you your where when all some one two
-    new existing based"""
-    # informal filler people type ('making llms forget copyrighted stuff'): never a topic,
-    # and no abstract writes 'stuff', so as a content word it read as an uncovered one
-    """ stuff thing things something anything everything lot lots bunch kinda sorta way ways
-    make makes making get gets getting got doing done trick tricks""".split()
-)
 
 
 @lru_cache(maxsize=1)

@@ -2,7 +2,7 @@
 
 Every cell is the abstract's own words: the sentence that best fills the column, or,
 when that sentence is long, its opening clause and the clause that holds the column's
-cue joined by " … " (each part a verbatim span). Columns (rag/question/reading.py `COLUMNS`):
+cue joined by " … " (each part a verbatim span). Columns (rag/lexicon.py `COLUMN_WORDS`):
   - problem: the sentence naming the gap ('However, ...', 'a central challenge'), early;
   - method: the sentence that introduces the method ('We propose X, ...');
   - key result: a sentence with a figure and a result word ('outperforms ... by 12.6%');

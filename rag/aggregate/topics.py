@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from rag.config import Settings
+from rag.lexicon import BOILERPLATE
 from rag.store import snapshot
 from rag.store.index import Store
 from rag.types import Paper
@@ -47,21 +48,6 @@ TERMS = 8  # terms listed per topic
 TEXTS_PER_TOPIC = 250  # papers a topic's terms are counted over (a seeded draw)
 MAX_SHARE = 0.25  # a term in more than a quarter of all papers names no topic ("model")
 ABSORB = 0.3  # a longer term replaces its words when it weighs this share of them
-# Words every abstract uses, whatever its topic: never a topic's term on their own.
-FILLER = frozenset(
-    """paper propose proposed proposes method methods approach approaches result results
-    show shows shown novel new existing based using use used demonstrate demonstrates
-    achieve achieves achieved significantly experiments experimental extensive state art
-    performance outperforms outperform furthermore moreover however work works code
-    available github com https http problem problems algorithm algorithms model models
-    learning data task tasks framework study studies provide provides efficient effective
-    general different real world training trained learn learned
-    learns apply applied given analysis theoretical empirical empirically theory prior
-    previous recent recently better improve improves improved improvement important
-    challenge challenges key able ability various number set sets way ways make makes
-    leading lead leads setting settings introduce introduces present presents develop
-    developed cid et al question questions paradigm strong simple scale widely level""".split()
-)
 _TOKEN = r"(?u)\b[A-Za-z][A-Za-z0-9\-]*[A-Za-z0-9]\b"
 
 
@@ -272,9 +258,11 @@ def _is_term(term: str) -> bool:
     words = term.split()
     if any(w in ENGLISH_STOP_WORDS or w == _BREAK for w in words):
         return False
-    if len(words) > 1 and (words[0] in FILLER or (_loose(words[-1]) and words[-1] not in _HEADS)):
+    if len(words) > 1 and (
+        words[0] in BOILERPLATE or (_loose(words[-1]) and words[-1] not in _HEADS)
+    ):
         return False  # 'present speech recognition', 'grows slowly': not a phrase's edge
-    return not all(w in FILLER for w in words)
+    return not all(w in BOILERPLATE for w in words)
 
 
 _HEADS = {"learning", "models", "model", "data", "methods", "algorithms", "training"}
@@ -282,7 +270,7 @@ _HEADS = {"learning", "models", "model", "data", "methods", "algorithms", "train
 
 def _loose(word: str) -> bool:
     """Words a term does not end with: filler, adverbs, participles, verbs."""
-    return word in FILLER or word.endswith(("ly", "ed")) or word in {"uses", "grows", "makes"}
+    return word in BOILERPLATE or word.endswith(("ly", "ed")) or word in {"uses", "grows", "makes"}
 
 
 def merge_terms(ranked: Sequence[tuple[str, float]]) -> list[str]:

@@ -239,7 +239,7 @@ def fit(
     l2: float = 1.0,
     about: dict[str, Any] | None = None,
 ) -> Model:
-    """Fit a logistic model (L2-regularised, by Newton's method) on evidence rows labelled
+    """Fit a logistic model (L2-regularised, `logistic_weights`) on evidence rows labelled
     answerable or not, then pick the highest threshold whose false abstention on the
     answerable rows stays within `max_false_abstention`."""
     x = np.array([[r[n] for n in FEATURES] for r in rows], dtype=np.float64)
@@ -262,20 +262,13 @@ def fit(
 
 def logistic_weights(z: np.ndarray, y: np.ndarray, l2: float = 1.0) -> np.ndarray:
     """Weights (the last one: the bias) of an L2-regularised logistic regression on
-    standardised features `z` and 0/1 labels `y`, by Newton's method."""
-    z = np.hstack([z, np.ones((len(z), 1))])
-    w = np.zeros(z.shape[1])
-    penalty = np.eye(z.shape[1]) * l2
-    penalty[-1, -1] = 0.0  # the bias is not shrunk
-    for _ in range(50):
-        p = 1.0 / (1.0 + np.exp(-np.clip(z @ w, -60, 60)))
-        gradient = z.T @ (p - y) + penalty @ w
-        hessian = (z.T * (p * (1 - p))) @ z + penalty
-        step = np.linalg.solve(hessian, gradient)
-        w -= step
-        if np.abs(step).max() < 1e-8:
-            break
-    return w
+    standardised features `z` and 0/1 labels `y`: scikit-learn's LogisticRegression,
+    minimising the summed log-loss plus `l2`/2 times the squared weights (C = 1/l2; the
+    bias is not shrunk)."""
+    from sklearn.linear_model import LogisticRegression
+
+    fitted = LogisticRegression(C=1.0 / l2, tol=1e-10, max_iter=10_000).fit(z, y.astype(int))
+    return np.append(fitted.coef_[0], fitted.intercept_[0])
 
 
 def pick_threshold(confidence: np.ndarray, answerable: np.ndarray, max_false: float) -> float:

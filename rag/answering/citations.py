@@ -17,6 +17,7 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
+from rag.lexicon import SENTENCE_OPENERS
 from rag.text import content_words, split_sentences
 
 CITATION = re.compile(r"\[(\d+(?:\s*[-–,]\s*\d+)*)\]")
@@ -30,12 +31,6 @@ _NUMBER = re.compile(r"\d+(?:\.\d+)?")  # any number, for "a figure was given"
 # A name a claim states: a capitalised or mixed-case word that does not open its
 # sentence ("Berkeley", "GPT-4", "LLaMA"); words of every sentence ("The", "We") aside.
 _NAME = re.compile(r"(?<=[\s(\"'])([A-Z][\w\-]*[A-Za-z0-9])")
-_COMMON = frozenset(
-    "The This These That Those Our We It Its In On For With By As At To From And Or But "
-    "However Moreover Furthermore Additionally Overall Finally First Second Third Also "
-    "Both Each Such When While Although Unlike Compared Specifically Paper Source Sources "
-    "Table Figure Section Answer Question Yes No".split()
-)
 
 
 @dataclass
@@ -127,7 +122,7 @@ def unstated(claim: str, evidence: str) -> list[str]:
     missing += [
         name
         for name in dict.fromkeys(_NAME.findall(" " + claim))
-        if name not in _COMMON and name.casefold() not in folded
+        if name not in SENTENCE_OPENERS and name.casefold() not in folded
     ]
     return missing
 

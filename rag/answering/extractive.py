@@ -44,7 +44,9 @@ _LINK = re.compile(r"\\url\{[^}]*\}|https?://\S+|\bwww\.\S+")
 # A quantity written in math mode: "$25\\%$", "$9.8\times$", "$10^6$" (not "$O(n^2)$").
 _MATH_FIGURE = re.compile(r"\d+(?:\.\d+)?\s*(?:\\+%|\\times|×)|(?<![\w^{])\d+\^\{?\d+\}?")
 _ASYMPTOTIC = re.compile(r"\\mathcal\{O\}|\bO\(|\\tilde|\\widetilde|\\Omega|\\Theta|\^\{?-?\d")
-_ASKS_RATE = re.compile(r"\b(rates?|bounds?|complexity|regret|order|converge\w*|scal\w+)\b", re.I)
+_ASKS_RATE = re.compile(
+    r"\b(rates?|bounds?|complexity|regret|order|converge\w*|scal\w+|approximation|factors?)\b", re.I
+)
 _ENUMERATOR = re.compile(r"\(\s*(?:\d{1,2}|[ivx]{1,4}|[a-h])\s*\)")  # "(1)", "(ii)", "(a)"
 # Sentences that say what a paper does or finds, as opposed to background.
 _CONTRIBUTION = re.compile(
@@ -112,6 +114,8 @@ def counts(text: str, thing: str) -> bool:
 
 
 _COUNT_LINK = r"(?:of|is|are|was|were|complexity|count|number|size|totals?|about|only|up|to)"
+
+
 # A name beside a noun: a capitalised word or one with digits ('Netflix', 'A100', 'MT-Bench').
 _NAME_WORD = r"(?:[A-Z][\w\-.]*|\d+[A-Za-z][\w\-.]*)"
 _NAME_LINK = r"(?:such as|e\.g\.,?|i\.e\.,?|called|named|like|including|namely|from|on)"

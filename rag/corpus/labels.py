@@ -20,7 +20,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from rag.text import STOP, is_english_word, split_sentences
+from rag.lexicon import KIND_NOUNS, METHOD_KINDS, PREPOSITIONS, STOP
+from rag.text import is_english_word, split_sentences
 
 LABELS_VERSION = 3  # bump when a rule changes: saved catalogs then derive their labels again
 MAX_WORDS = 12  # a label longer than this is cut before its last preposition
@@ -74,18 +75,8 @@ def _greek(match: re.Match[str]) -> str:
     return _GREEK.get(match.group(1), match.group(0))
 
 
-_GENERIC = {
-    "framework", "approach", "method", "algorithm", "technique", "model", "paradigm",
-    "scheme", "procedure", "formulation", "objective", "strategy", "system", "variant",
-    "solution", "tool", "pipeline", "architecture", "loss", "methods", "algorithms",
-    "approaches", "models", "techniques", "strategies",
-}  # fmt: skip
-_KIND = {"variant", "version", "class", "family", "extension", "instance", "example"}
 _ANAPHORA = re.compile(r"\s(?:our|this|these|those|its|their|such|it|them)\b", re.I)
-_PREPOSITIONS = {"of", "for", "in", "on", "with", "via", "under", "over", "using", "from",
-                 "through", "between", "across", "into", "at", "along", "and", "or", "the",
-                 "a", "an", "as", "based", "against", "without", "toward", "towards"}  # fmt: skip
-_OPENS = _PREPOSITIONS - {"of", "the", "a", "an", "and", "or", "as", "based"}  # a phrase's start
+_OPENS = PREPOSITIONS - {"of", "the", "a", "an", "and", "or", "as", "based"}  # a phrase's start
 _EMPHASIS = re.compile(r"\*+|\\emph\{([^}]*)\}|\\textit\{([^}]*)\}|[{}]")
 _BROKEN = re.compile(r"\b([a-z]+)- ([a-z]+)\b")  # 'opti- mizer': a line-end hyphen
 
@@ -234,9 +225,9 @@ def _phrase(text: str, keep_article: bool = False, finding: bool = False) -> str
     words = _shorten(head.split())
     if len(words) < 2 or "$" in head or "\\" in head or _is_generic(words):
         return None
-    if all(w.lower() in STOP or w.lower() in _GENERIC for w in words):
+    if all(w.lower() in STOP or w.lower() in METHOD_KINDS for w in words):
         return None
-    if words[-1].lower() in _KIND:  # 'a restarted variant' of what?
+    if words[-1].lower() in KIND_NOUNS:  # 'a restarted variant' of what?
         return None
     phrase = re.sub(r"\bnovel\s+", "", " ".join(words))
     if keep_article:
@@ -249,7 +240,7 @@ def _is_generic(words: list[str], most: int = 2) -> bool:
     """'framework', 'optimization framework': a kind of thing, not what it is (up to
     `most` words; a key phrase of three, 'unified regularization approach', keeps the
     clause after it: what the approach does)."""
-    return bool(words) and words[-1].lower() in _GENERIC and len(words) <= most
+    return bool(words) and words[-1].lower() in METHOD_KINDS and len(words) <= most
 
 
 def _shorten(words: list[str]) -> list[str]:
@@ -258,7 +249,7 @@ def _shorten(words: list[str]) -> list[str]:
     if len(words) > MAX_WORDS:
         cuts = [i for i, w in enumerate(words[: MAX_WORDS + 1]) if w.lower() in _OPENS and i >= 4]
         words = words[: cuts[-1]] if cuts else words[:MAX_WORDS]
-    while words and words[-1].lower() in _PREPOSITIONS:
+    while words and words[-1].lower() in PREPOSITIONS:
         words = words[:-1]
     return words
 
@@ -292,7 +283,7 @@ def repeated_term(abstract: str) -> str | None:
                 gram = words[i : i + n]
                 if any(not w.isalpha() and "-" not in w for w in gram):
                     continue
-                if any(w in STOP or w in _PREPOSITIONS for w in gram):
+                if any(w in STOP for w in gram):  # (STOP holds the prepositions)
                     continue
                 term = " ".join(gram)
                 counts[term] += 1
@@ -309,7 +300,7 @@ def _first_phrase(abstract: str) -> str:
     words = [w.strip(".,;:()\"'") for w in abstract.split()[:40]]
     run: list[str] = []
     for word in words:
-        if word.isalpha() and word.lower() not in STOP and word.lower() not in _PREPOSITIONS:
+        if word.isalpha() and word.lower() not in STOP:
             run.append(word)
         elif len(run) >= 2:
             break

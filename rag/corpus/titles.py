@@ -18,9 +18,9 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from rag.lexicon import NOT_A_TITLE, STOP
 from rag.llm import Chat, LLMError
 from rag.prompts import TITLE, TITLE_SYSTEM
-from rag.text import STOP
 from rag.types import Paper
 
 TITLE_DEADLINE_S = 15.0
@@ -30,11 +30,6 @@ MAX_TITLE_CHARS = 140
 GIVE_UP_AFTER = 4  # failed calls in a row: the endpoint is down, stop asking
 _ABSTRACT_CHARS = 2_000  # the start of the abstract says what the paper contributes
 _PREFIX = re.compile(r"^\s*(title\s*:\s*)", re.IGNORECASE)
-_GENERIC = frozenset(
-    "introduction abstract summary title conclusion conclusions overview background paper "
-    "research study method approach machine learning deep artificial intelligence neural "
-    "network networks model models novel new".split()
-)  # words a weak model's non-title is made of
 _TAG = re.compile(r"</?[A-Za-z][\w-]*>")  # '<title>...</title>': a weak model's wrapping
 
 # abstract -> title ("" when the reply was no usable title); raises LLMError when it fails
@@ -81,7 +76,7 @@ def _grounded(title: str, abstract: str) -> bool:
     return any(
         w[:5] in stems
         for w in _words(title).split()
-        if len(w) > 2 and w not in STOP and w not in _GENERIC
+        if len(w) > 2 and w not in STOP and w not in NOT_A_TITLE
     )
 
 

@@ -1,12 +1,13 @@
 """Question -> `Query`: what is searched, in which scope, asking for what.
 
-Every rule that reads a question lives here, with its word lists:
+Every rule that reads a question lives here (its word lists: rag/lexicon.py):
   - the scope the question names, recognised against the index's own values
     ('which ICLR 2026 papers ...' -> venue ICLR, year 2026; 'NeurIPS orals since 2016'
     -> venue NIPS, status Oral, year >= 2016) and cut out of the retrieval text;
   - the intent ('what is X?' -> definition, 'how much faster ...' -> figure, 'which
     papers ...' -> papers, 'compare ...' -> comparison, 'does X ...?' -> yes_no, 'how
-    many papers ...' -> count, else lookup) and what a good answer sentence holds;
+    many papers ...' -> count, else lookup), from a model fitted on labelled questions
+    (rag/question/intent.py), and what a good answer sentence holds;
   - the distinctive terms: names ('AltGDA', 'F2SA-p', 'KV'), quoted phrases, numbers;
   - whether it refers back to an earlier turn ('it', 'the second one', 'what about ...').
 It reads; it never searches. The language comes from rag/question/language.py; a question in
@@ -19,76 +20,37 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
+from rag.lexicon import (
+    AGGREGATE_FRAME,
+    AMBIGUOUS_VENUES,
+    COLUMN_WORDS,
+    FRAME,
+    GROUP_LEADS,
+    GROUP_NOUNS,
+    KNOWN_VENUES,
+    NAMED_KINDS,
+    NOT_COUNTED,
+    ORDINALS,
+    PLURAL_NOUNS,
+    REJECTED,
+    STATUS_WORDS,
+    STOP,
+    VENUE_ALIASES,
+)
 from rag.question import language
-from rag.text import STOP, mentions
+from rag.question.intent import intent_of
+from rag.text import mentions
 from rag.types import Filters, Notice
 
-# --- word lists ---------------------------------------------------------------------------
+# --- patterns (the words they use: rag/lexicon.py) -----------------------------------------
 
-# How a venue may be typed -> the key it is compared under. Catalog spellings pass through
-# the same map, so a question's "NeurIPS" finds papers stored as "NIPS" and back.
-VENUE_ALIASES = {"neurips": "nips", "neur ips": "nips", "nips": "nips"}
-# Venues a question may name although the index holds none of their papers (so "which
-# CVPR papers ..." is told that there are none, instead of searching everything).
-KNOWN_VENUES = (
-    "iclr icml aistats uai corl colm colt acl emnlp naacl cvpr iccv eccv aaai ijcai kdd automl"
-).split()
-# Venue names that are also common words in questions: scope only next to a year.
-AMBIGUOUS_VENUES = frozenset({"automl", "colt"})
-# Status words as typed -> the catalog statuses they stand for ("accepted": every status
-# that is not one of REJECTED).
-STATUS_WORDS = {
-    "oral": "oral",
-    "orals": "oral",
-    "spotlight": "spotlight",
-    "spotlights": "spotlight",
-    "poster": "poster",
-    "posters": "poster",
-    "accepted": "accepted",
-    "rejected": "reject",
-    "withdrawn": "withdraw",
-    "workshop": "workshop",
-}
-REJECTED = frozenset({"reject", "rejected", "withdraw", "withdrawn", "desk reject", "active"})
 _PAPER_NOUN = r"(?:papers?|works?|submissions?|articles?|presentations?|talks?|track)"
 
-_QUESTION_WORDS = frozenset(
-    """what which who how why where when does do did is are was were can could should
-    would will has have had any list show find give tell explain describe compare""".split()
-)
-
-# Intent, tried in this order (the first that matches wins): "by how much does X reduce
-# memory compared with Y" asks for a figure, "compare X and Y" for a comparison.
-_COUNT = re.compile(
-    rf"\bhow many\s+(?:\w+\s+){{0,2}}{_PAPER_NOUN}\b|\bnumber of {_PAPER_NOUN}", re.I
-)
-_COMPARISON = re.compile(
-    r"^\s*(?:please\s+)?compare\b|\bcompar(?:e|ison of|ison between)\s+(?:the\s+)?\w+"
-    r"(?:\s+\w+){0,4}\s+(?:and|with|vs\.?|versus)\b|\b(?:versus|vs\.?)\s|"
-    r"\bdiffer(?:ence|ences)? (?:between|of)\b|\bhow do(?:es)? .{3,60} compare\b",
-    re.I,
-)
-_FIGURE = re.compile(
-    r"\b(how (much|many|fast|large|long|big|often|well|far)|by how|up to what|to what extent|"
-    r"what ([\w-]+ ){0,3}(fraction|percentage|speed-?up|accuracy|rates?|factor|improvement|"
-    r"reduction|gain|number|sizes?|scale|score|ratio|overhead|complexity|bound|error|regret|"
-    r"perplexity|latency|throughput|memory|cost|time)|speed-?ups?|percent)\b",
-    re.I,
-)
+# 'what is X', 'explain X': the words before the subject a definition asks about.
 _DEFINITION = re.compile(
     r"^\s*(?:so\s+|and\s+|ok\s+)?(?:what(?:'s| is| are| was)|whats|what does|define|"
     r"definition of|explain|describe|tell me about|how does|how do|meaning of|"
     r"what do you know about|who is|what kind of \w+ is)\b",
-    re.I,
-)
-_YES_NO = re.compile(
-    r"^\s*(?:is|are|does|do|did|can|could|was|were|has|have|will|would|should)\b(?!\s+there\b)",
-    re.I,
-)
-_PAPERS = re.compile(
-    rf"\b(which|what|any|list|find|show|recommend|suggest|some|all|other)\b[^?]{{0,40}}?"
-    rf"\b{_PAPER_NOUN}\b|^\s*{_PAPER_NOUN}\s+(?:on|about|that|using|for|with)\b|"
-    r"\bis there (?:a|any) (?:paper|work|study|method)\b|\bpapers\b",
     re.I,
 )
 _ENTITY = re.compile(
@@ -97,39 +59,14 @@ _ENTITY = re.compile(
     r"optimi[sz]ers?|settings?|methods?|domains?|games?|problems?)\b",
     re.I,
 )
-# A count asked per group: 'per year', 'by venue', 'orals vs posters' -> the field.
-_GROUP_BY = (
-    ("year", re.compile(r"\b(?:per|by|each|every|a|over the)\s+years?\b|\byear by year\b", re.I)),
-    ("venue", re.compile(r"\b(?:per|by|each|every)\s+(?:venue|conference)s?\b", re.I)),
-    (
-        "status",
-        re.compile(
-            r"\b(?:per|by|each)\s+(?:status|decision)\b|\b(?:orals?|spotlights?|posters?)\s+"
-            r"(?:vs\.?|versus|and|or|against)\s+(?:orals?|spotlights?|posters?)\b",
-            re.I,
-        ),
-    ),
-    ("area", re.compile(r"\b(?:per|by|each)\s+(?:primary\s+)?(?:area|track|topic area)s?\b", re.I)),
+# A count asked per group: 'per year', 'by venue', 'each primary area', 'year by year',
+# 'orals vs posters' -> the field (the words: rag/lexicon.py's GROUP_LEADS, GROUP_NOUNS).
+_GROUP_BY = re.compile(
+    rf"\b(?:{'|'.join(GROUP_LEADS)})\s+(?:primary\s+|topic\s+)?({'|'.join(GROUP_NOUNS)})\b"
+    r"|\b(?:a|over the)\s+(years?)\b|\b(year) by year\b|\b(orals?|spotlights?|posters?)\s+"
+    r"(?:vs\.?|versus|and|or|against)\s+(?:orals?|spotlights?|posters?)\b",
+    re.I,
 )
-# Words that frame a count or a comparison, not its topic: 'how many papers are about X'
-# and 'compare the papers on X' search X.
-_AGGREGATE_FRAME = frozenset(
-    """how many number count counts total compare compared comparison comparing versus vs
-    vs. between difference differences table about regarding concerning deal deals
-    tackle tackles involve involves build builds improve improves frame variant variants
-    extension extensions alternative alternatives kind kinds type types""".split()
-)
-# The columns a comparison table may have, and the words in a question that ask for one.
-COLUMNS = {
-    "problem": re.compile(r"\b(problems?|tasks?|goals?|motivations?|challenges?|setting)\b", re.I),
-    "method": re.compile(
-        r"\b(methods?|approach(?:es)?|techniques?|ideas?|algorithms?|how)\b", re.I
-    ),
-    "key result": re.compile(
-        r"\b(results?|findings?|performance|speed-?ups?|accuracy|gains?|numbers?|figures?)\b", re.I
-    ),
-    "data": re.compile(r"\b(data(?:sets?)?|benchmarks?|experiments?|evaluations?)\b", re.I),
-}
 DEFAULT_COLUMNS = ("problem", "method", "key result")
 # 'compare X and Y' / 'X vs Y' / 'X with Y': the two things compared.
 _COMPARED = re.compile(
@@ -144,10 +81,6 @@ _SET_WORDS = re.compile(
     re.I,
 )
 
-_PLURAL = re.compile(
-    r"\b(papers|works|studies|methods|approaches|articles|submissions|variants)\b", re.I
-)
-
 # Details an abstract record never or rarely holds.
 ASKS_AUTHORS = re.compile(
     r"\b(who (wrote|authored|are the authors)|authors?|affiliat\w+|written by|which "
@@ -160,18 +93,6 @@ ASKS_CODE = re.compile(
     r"public|open[- ]sourced?)|where (is|can i (find|get)) (the |their )?code|"
     r"(release|publish)(d|es)? (the |their )?code)\b",
     re.I,
-)
-# Words that frame a question rather than name its topic: left out of the BM25 query
-# ('what is BoGrape used for' searches 'BoGrape'), kept for the dense one.
-FRAME = frozenset(
-    """what whats which who whom how why where when does do did is are was were can could
-    should would will explain describe define definition meaning tell me about any some
-    paper papers work works study studies studied approach approaches method methods
-    propose proposes proposed use used uses using find show list give there i looking look
-    need want get know mean means stand so also other ones one kind type types iclr
-    neurips nips icml a an the of for on in to and or with by that this these those it its
-    they them their we our you your has have had been being be please thanks anything
-    something exist exists existing""".split()
 )
 
 # Referring back to an earlier turn. A short question alone is never a follow-up.
@@ -190,7 +111,6 @@ _WHAT_ABOUT = re.compile(
 _GENERIC_IT = re.compile(
     r"\b(is it (possible|true|known|feasible)|it is (known|possible|common))\b", re.I
 )
-ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "last": -1, "latter": -1}
 _ORDINAL_REF = re.compile(
     r"\bthe (first|second|third|fourth|fifth|last|latter)\b(?: (?:one|paper|method|work|source))?"
     r"|\[(\d+)\]|\b(?:paper|source|number) (\d)\b",
@@ -213,18 +133,6 @@ _NAMED = re.compile(
     r"(?:do|does|did|is|are|was|were|has|have|had|can|could|will|would)\b",
     re.I,
 )
-# Kinds of thing known by a proper name, which a 'which ...' answer must then give ('a
-# major online dating platform' does not say which). Other nouns are often answered by a
-# description ('what kernel does BoGrape use?' -> 'shortest-path graph kernels').
-_NAMED_KINDS = frozenset(
-    "platform platforms company companies dataset datasets benchmark benchmarks corpus "
-    "corpora gpu gpus tpu tpus chip chips accelerator accelerators hardware cluster "
-    "university universities institution institutions lab labs organization "
-    "organizations organisation country countries city cities website websites app apps "
-    "library libraries toolkit toolkits simulator simulators robot robots game games".split()
-)
-# Not a thing counted in the abstract's own words: ratios, shares, score points.
-_NOT_COUNTED = frozenset("times fold percent percentage points point more less".split())
 _QUOTED = re.compile(r"[\"“”']([^\"“”']{3,60})[\"“”']")
 _NUMBER = re.compile(r"(?<![\w.\-])\d+(?:\.\d+)?(?:%|x\b)?")  # not the 3 of 'EAGLE-3'
 _YEAR = r"(?:19[89]\d|20[0-4]\d)"
@@ -323,23 +231,24 @@ class Query:
         if self.translation == "dictionary":  # a gloss keeps the words, not their order
             after = re.search(r"\bwhich\b(.*)", self.english, re.I)
             words = re.findall(r"[A-Za-z]+", after.group(1)) if after else []
-            return next((w for w in words if w.casefold() in _NAMED_KINDS), "")
+            return next((w for w in words if w.casefold() in NAMED_KINDS), "")
         match = _NAMED.search(self.english)
-        return match.group(1) if match and match.group(1).casefold() in _NAMED_KINDS else ""
+        return match.group(1) if match and match.group(1).casefold() in NAMED_KINDS else ""
 
     @property
     def counted(self) -> str:
         """What a 'how many' question counts, the head of its noun phrase: 'how many GPUs
         did DeMo use?' -> 'GPUs', 'how many uncertainty scenarios can it run' ->
-        'scenarios', 'how many A100 GN-IVO training?' -> 'A100' (a second term starts the
-        rest); '' for a ratio ('how many times faster') or a question that counts nothing."""
+        'scenarios', 'how many A100 GPT-2 runs' -> 'A100' (a term right after the first
+        word starts the rest); '' for a ratio ('how many times faster') or a question that
+        counts nothing."""
         if not self.asks_count_of_things:
             return ""
         match = _COUNTED.search(self.english)
         if not match:
             return ""
         words = match.group(1).split()
-        if words[0].casefold() in _NOT_COUNTED:
+        if words[0].casefold() in NOT_COUNTED:
             return ""
         named = {t.casefold() for t in self.terms}
         if len(words) > 1 and words[1].casefold() in named:
@@ -353,7 +262,7 @@ def read(question: str, vocabulary: Vocabulary | None = None) -> Query:
     question = " ".join(question.split())
     group_by, ungrouped = grouping_of(question)
     scope, spans, text = read_scope(ungrouped, vocabulary or Vocabulary())
-    intent = intent_of(text)
+    intent = intent_of(text)  # fitted on labelled questions (rag/question/intent.py)
     compared: tuple[str, ...] = ()
     columns: tuple[str, ...] = ()
     topic = ""
@@ -361,7 +270,7 @@ def read(question: str, vocabulary: Vocabulary | None = None) -> Query:
         topic = topic_of(text)
     elif intent == "comparison":
         compared, columns, topic = comparison_of(text)
-    plural = intent in ("papers", "count", "comparison") or bool(_PLURAL.search(text))
+    plural = intent in ("papers", "count", "comparison") or bool(PLURAL_NOUNS & _words(text))
     wants = None
     if intent == "figure":
         wants = "number"
@@ -392,21 +301,29 @@ def read(question: str, vocabulary: Vocabulary | None = None) -> Query:
     )
 
 
+def searched_text(question: str) -> str:
+    """The question as its intent is read: scope words and a grouping cut ('which ICLR
+    2026 papers use DCT per year?' -> 'which papers use DCT?')."""
+    _, ungrouped = grouping_of(" ".join(question.split()))
+    return read_scope(ungrouped, Vocabulary())[2]
+
+
 def grouping_of(question: str) -> tuple[str | None, str]:
     """'how many papers on GANs per year' -> ('year', 'how many papers on GANs'); 'orals
     vs posters' is a grouping, not a scope of orals."""
-    for name, pattern in _GROUP_BY:
-        match = pattern.search(question)
-        if match:
-            rest = question[: match.start()] + question[match.end() :]
-            return name, " ".join(rest.split())
-    return None, question
+    match = _GROUP_BY.search(question)
+    if not match:
+        return None, question
+    noun, _, _, statuses = match.groups()  # a group noun, 'years', 'year', 'orals'
+    name = GROUP_NOUNS[noun.casefold()] if noun else "status" if statuses else "year"
+    rest = question[: match.start()] + question[match.end() :]
+    return name, " ".join(rest.split())
 
 
 def topic_of(text: str) -> str:
     """What a count or a comparison is about: 'how many papers are about RL for LLM
     reasoning?' -> 'RL LLM reasoning'."""
-    kept = [w for w in keywords_of(text).split() if w.casefold() not in _AGGREGATE_FRAME]
+    kept = [w for w in keywords_of(text).split() if w.casefold() not in AGGREGATE_FRAME]
     return " ".join(kept) or keywords_of(text)
 
 
@@ -422,14 +339,13 @@ def comparison_of(text: str) -> tuple[tuple[str, ...], tuple[str, ...], str]:
         body,
         re.I,
     )
-    if lead and lead.group("cols") and any(p.search(lead.group("cols")) for p in COLUMNS.values()):
+    if lead and lead.group("cols") and _columns_in(lead.group("cols")):
         asked = f"{asked} {lead.group('cols')}"  # 'compare the datasets of X and Y'
         body = "compare " + body[lead.end() :]
     trail = re.search(r"\s+(?:in terms of|on their|by their|regarding)\s+(?P<cols>.+)$", body, re.I)
     if trail:
         asked, body = f"{asked} {trail.group('cols')}", body[: trail.start()]
-    columns = tuple(name for name, pattern in COLUMNS.items() if pattern.search(asked))
-    columns = columns or DEFAULT_COLUMNS
+    columns = _columns_in(asked) or DEFAULT_COLUMNS
     match = _COMPARED.match(body)
     if match:
         a, b = (match.group("a"), match.group("b")) if match.group("a") else match.group("c", "d")
@@ -439,28 +355,20 @@ def comparison_of(text: str) -> tuple[tuple[str, ...], tuple[str, ...], str]:
     return (), columns, topic_of(body)
 
 
+def _columns_in(text: str) -> tuple[str, ...]:
+    """The table columns a text asks for: 'method and results' -> ('method', 'key result')."""
+    words = _words(text)
+    return tuple(name for name, asking in COLUMN_WORDS.items() if asking & words)
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(re.findall(r"[\w-]+", text.casefold()))
+
+
 def keywords_of(text: str) -> str:
     """'which papers use DCT?' -> 'DCT' (see FRAME)."""
     kept = [w for w in re.findall(r"[^\s?!.,;:()\"']+", text) if w.casefold() not in FRAME]
     return " ".join(kept) or text
-
-
-def intent_of(text: str) -> str:
-    """'how many papers ...' -> count, 'compare A and B' -> comparison, 'how much faster'
-    -> figure, 'which papers' -> papers, 'what is X' -> definition, 'does X ...' -> yes_no."""
-    if _COUNT.search(text):
-        return "count"
-    if _FIGURE.search(text):
-        return "figure"
-    if _COMPARISON.search(text):
-        return "comparison"
-    if _PAPERS.search(text):
-        return "papers"
-    if _DEFINITION.search(text):
-        return "definition"
-    if _YES_NO.search(text):
-        return "yes_no"
-    return "lookup"
 
 
 def subject_of(text: str) -> str:
@@ -484,7 +392,7 @@ def distinctive_terms(text: str) -> tuple[str, ...]:
         core = re.sub(r"-(based|style|like|type|driven|free|aware|guided)$", "", name.rstrip(".-"))
         if core.endswith("s") and core[:-1].isupper() and len(core) > 2:
             core = core[:-1]
-        if core.casefold() not in _QUESTION_WORDS:
+        if core.casefold() not in FRAME:  # 'What', 'Which' typed in capitals
             found.append(core)
     found += [n for n in _NUMBER.findall(text) if not re.fullmatch(_YEAR, n)]
     return tuple(dict.fromkeys(t for t in found if t))

@@ -1,0 +1,183 @@
+"""Every English word list the reading, ranking and labelling use, in one place.
+
+A few base sets, each one kind of word, and the lists the stages use, built from them:
+
+    GRAMMAR    articles, pronouns, prepositions, conjunctions, auxiliaries: never content
+    RESEARCH   what every abstract says about itself: paper, method, propose, use ...
+    INFORMAL   filler people type ('making llms forget copyrighted stuff')
+    ASKING     words that frame a request: explain, list, tell, looking, please ...
+
+    STOP             GRAMMAR | RESEARCH | INFORMAL: never a content word (rag/text.py)
+    FRAME            STOP | ASKING | venue names: left out of the BM25 query
+    AGGREGATE_FRAME  what frames a count or comparison rather than its topic
+    BOILERPLATE      RESEARCH | what abstracts claim of any result: never a topic's term
+
+The question's scope words (venues, statuses) and the labelling nouns are here too. A
+language other than English keeps its words in its own module (rag/question/translate.py).
+"""
+
+from __future__ import annotations
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+# --- base sets ------------------------------------------------------------------------------
+
+PREPOSITIONS = _words(
+    """of for in on with via under over using from through between across into at along
+    and or the a an as based against without toward towards"""
+)
+GRAMMAR = PREPOSITIONS | _words(
+    """to by than then so but not no also both each such while all some any more most other
+    this that these those it its they them their i me my we our you your who whom which
+    what why where when how is are was were be been being has have had do does did doing
+    done can could should would will may might there one two"""
+)
+RESEARCH = _words(
+    """paper papers work works study studies studied approach approaches method methods
+    propose proposes proposed use used uses using show shows find found new existing
+    about"""
+)
+INFORMAL = _words(
+    """stuff thing things something anything everything lot lots bunch kinda sorta way ways
+    make makes making get gets getting got trick tricks"""
+)
+ASKING = _words(
+    """whats list give tell explain describe define definition meaning mean means stand know
+    need want look looking please thanks exist exists kind type types ones"""
+)
+# How a venue may be typed -> the key it is compared under. Catalog spellings pass through
+# the same map, so a question's "NeurIPS" finds papers stored as "NIPS" and back.
+VENUE_ALIASES = {"neurips": "nips", "neur ips": "nips", "nips": "nips"}
+# Venues a question may name although the index holds none of their papers (so "which
+# CVPR papers ..." is told that there are none, instead of searching everything).
+KNOWN_VENUES = tuple(
+    "iclr icml aistats uai corl colm colt acl emnlp naacl cvpr iccv eccv aaai ijcai kdd automl"
+    .split()
+)  # fmt: skip
+# Venue names that are also common words in questions: scope only next to a year.
+AMBIGUOUS_VENUES = frozenset({"automl", "colt"})
+
+# --- the lists the stages use ---------------------------------------------------------------
+
+STOP = GRAMMAR | RESEARCH | INFORMAL
+FRAME = STOP | ASKING | frozenset(VENUE_ALIASES) | frozenset(KNOWN_VENUES) - AMBIGUOUS_VENUES
+# Words that frame a count or a comparison, not its topic: 'how many papers are about X'
+# and 'compare the papers on X' search X.
+AGGREGATE_FRAME = _words(
+    """how many number count counts total compare compared comparison comparing versus vs
+    vs. between difference differences table about regarding concerning deal deals
+    tackle tackles involve involves build builds improve improves frame variant variants
+    extension extensions alternative alternatives kind kinds type types"""
+)
+# What abstracts say of any result: never a topic's term on its own (rag/aggregate/topics.py).
+BOILERPLATE = RESEARCH | _words(
+    """propose result results shown novel based demonstrate demonstrates achieve achieves
+    achieved significantly experiments experimental extensive state art performance
+    outperforms outperform furthermore moreover however code available github com https
+    http problem problems algorithm algorithms model models learning data task tasks
+    framework provide provides efficient effective general different real world training
+    trained learn learned learns apply applied given analysis theoretical empirical
+    empirically theory prior previous recent recently better improve improves improved
+    improvement important challenge challenges key able ability various number set sets
+    way ways make makes leading lead leads setting settings introduce introduces present
+    presents develop developed cid et al question questions paradigm strong simple scale
+    widely level"""
+)
+# Words every sentence may capitalise ('The', 'However'): never a name a claim states.
+SENTENCE_OPENERS = frozenset(
+    w.capitalize()
+    for w in GRAMMAR
+    | _words(
+        """however moreover furthermore additionally overall finally first second third
+        although unlike compared specifically paper source sources table figure section
+        answer question yes"""
+    )
+)
+# Nouns of method kinds: a label of only these names no contribution ('a novel framework').
+METHOD_KINDS = _words(
+    """framework approach method algorithm technique model paradigm scheme procedure
+    formulation objective strategy system variant solution tool pipeline architecture loss
+    methods algorithms approaches models techniques strategies"""
+)
+# Words a weak model's non-title is made of ('Introduction', 'A novel deep learning model').
+NOT_A_TITLE = _words(
+    """introduction abstract summary title conclusion conclusions overview background paper
+    research study method approach machine learning deep artificial intelligence neural
+    network networks model models novel new"""
+)
+# Words that make a phrase a kind of another thing ('a variant of X'): the X is meant.
+KIND_NOUNS = _words("variant version class family extension instance example")
+# Status words as typed -> the catalog statuses they stand for ("accepted": every status
+# that is not one of REJECTED).
+STATUS_WORDS = {
+    "oral": "oral",
+    "orals": "oral",
+    "spotlight": "spotlight",
+    "spotlights": "spotlight",
+    "poster": "poster",
+    "posters": "poster",
+    "accepted": "accepted",
+    "rejected": "reject",
+    "withdrawn": "withdraw",
+    "workshop": "workshop",
+}
+REJECTED = frozenset({"reject", "rejected", "withdraw", "withdrawn", "desk reject", "active"})
+ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "last": -1, "latter": -1}
+# What a number measures: a question naming one asks for a figure ('AltGDA convergence
+# rate', 'spo gain on aime 25'); a feature of the intent model (rag/question/intent.py).
+FIGURE_NOUNS = _words(
+    """fraction percentage percent speedup speedups speed-up accuracy rate rates factor
+    improvement reduction gain gains number size sizes scale score ratio overhead
+    complexity bound bounds error regret perplexity latency throughput memory cost time
+    faster slower higher lower better fewer less"""
+)
+# Not a thing counted in the abstract's own words: ratios, shares, score points.
+NOT_COUNTED = _words("times fold percent percentage points point more less")
+# Kinds of thing known by a proper name, which a 'which ...' answer must then give ('a
+# major online dating platform' does not say which). Other nouns are often answered by a
+# description ('what kernel does BoGrape use?' -> 'shortest-path graph kernels').
+NAMED_KINDS = _words(
+    """platform platforms company companies dataset datasets benchmark benchmarks corpus
+    corpora gpu gpus tpu tpus chip chips accelerator accelerators hardware cluster
+    university universities institution institutions lab labs organization organizations
+    organisation country countries city cities website websites app apps library libraries
+    toolkit toolkits simulator simulators robot robots game games"""
+)
+# The columns a comparison table may have, and the words in a question that ask for one.
+COLUMN_WORDS = {
+    "problem": _words(
+        "problem problems task tasks goal goals motivation motivations challenge challenges setting"
+    ),
+    "method": _words(
+        "method methods approach approaches technique techniques idea ideas algorithm algorithms "
+        "how"
+    ),
+    "key result": _words(
+        """result results finding findings performance speedup speedups speed-up speed-ups
+        accuracy gain gains number numbers figure figures"""
+    ),
+    "data": _words(
+        "data dataset datasets benchmark benchmarks experiment experiments evaluation evaluations"
+    ),
+}
+# Plural nouns that ask for several papers ('which methods ...', 'dpo variants').
+PLURAL_NOUNS = _words("papers works studies methods approaches articles submissions variants")
+# A count per group ('per year', 'by venue', 'each primary area'): the group nouns -> field.
+GROUP_NOUNS = {
+    "year": "year",
+    "years": "year",
+    "venue": "venue",
+    "venues": "venue",
+    "conference": "venue",
+    "conferences": "venue",
+    "status": "status",
+    "decision": "status",
+    "area": "area",
+    "areas": "area",
+    "track": "area",
+    "tracks": "area",
+}
+GROUP_LEADS = _words("per by each every")
