@@ -159,6 +159,7 @@ class Assistant:
             self.retriever.held,
             self.client if use_llm else None,
             deadline_s=min(s.condense_deadline_s, s.llm_deadline_s),
+            vocabulary=self.retriever.spelling_counts,
         )
 
     def search(
@@ -290,7 +291,11 @@ class Assistant:
             "total": round((time.perf_counter() - started) * 1000, 2),
         }
         if read_q.translated:
-            how = {"llm": "translated", "dictionary": "glossed offline"}.get(read_q.translation)
+            how = {
+                "llm": "translated",
+                "dictionary": "glossed offline",
+                "cognates": "glossed offline by cognates of the index's words",
+            }.get(read_q.translation)
             if how:
                 answer.notices.insert(0, Notice("translated", f"{how} as: {read_q.translated}"))
         answer.notices[:0] = read_q.notices

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 
 import Stemmer
+from rapidfuzz.distance import OSA
 
 from rag.lexicon import STOP
 
@@ -130,6 +131,25 @@ def overlap(query: str, text: str) -> float:
     return len(q & content_words(text)) / len(q)
 
 
+def stem(word: str) -> str:
+    """A word's Snowball stem, an acronym's plural 's' dropped first: 'GPUs' -> 'gpu',
+    'queries' -> 'queri', 'realizations' -> 'realiz'."""
+    return _stemmer().stemWord(_ACRONYM_PLURAL.sub(r"\1", word).lower())
+
+
+def forms_of(text: str, word: str) -> list[str]:
+    """The words of a text, as written, that share `word`'s stem, longest first: forms_of
+    ('eight A100 GPUs; one GPU-hour', 'GPU') -> ['GPUs', 'GPU']. A hyphenated word is
+    also read by its parts."""
+    wanted = stem(word)
+    found: dict[str, None] = {}
+    for token in re.findall(r"[A-Za-z][\w\-]*", text):
+        for part in (token, *token.split("-")):
+            if part and stem(part) == wanted:
+                found[part] = None
+    return sorted(found, key=len, reverse=True)
+
+
 @lru_cache(maxsize=8192)
 def stems_by_word(text: str) -> dict[str, str]:
     """Content words with their stems: 'Speculatve decoding' -> {'speculatv': 'speculatve',
@@ -154,16 +174,9 @@ def is_english_word(word: str) -> bool:
 
 def one_edit_apart(a: str, b: str) -> bool:
     """'unlearing' ~ 'unlearning', 'speculatve' ~ 'speculative', 'tranformer' ~ 'transformer'
-    (one letter added, dropped, changed, or two neighbours swapped)."""
-    if a == b or abs(len(a) - len(b)) > 1:
-        return a == b
-    if len(a) > len(b):
-        a, b = b, a
-    i = next((k for k in range(len(a)) if a[k] != b[k]), len(a))
-    if len(a) < len(b):
-        return a[i:] == b[i + 1 :]
-    swapped = i + 1 < len(a) and a[i] == b[i + 1] and a[i + 1] == b[i] and a[i + 2 :] == b[i + 2 :]
-    return a[i + 1 :] == b[i + 1 :] or swapped
+    (one letter added, dropped, changed, or two neighbours swapped: rapidfuzz's optimal
+    string alignment distance is at most 1)."""
+    return OSA.distance(a, b, score_cutoff=1) <= 1
 
 
 def near_word(word: str, words: Iterable[str]) -> str | None:

@@ -21,7 +21,7 @@ from rag.assistant import Assistant
 from rag.cli import main
 from rag.question import language
 from rag.question.reading import read
-from rag.question.translate import gloss_zh, translate
+from rag.question.translate import gloss_latin, gloss_zh, translate
 from tests.openai_server import OpenAIServer, Request, cite_sources, reply
 
 QUESTIONS = Path(__file__).resolve().parents[1] / "eval" / "questions"
@@ -234,3 +234,71 @@ def test_traditional_characters_and_chinese_magnitudes_are_read() -> None:
     assert gloss_zh("什么是 GTO", nothing_held) == "what is GTO?"  # '么' stays '么'
     assert gloss_zh("O2NC 能去随机化吗？", nothing_held).split()[1] == "O2NC"
     assert gloss_zh("GTO是什么", nothing_held) == "what is GTO?"
+
+
+INDEX_WORDS = {
+    w: 3
+    for w in (
+        "speculative sampling decoding distillation gradient conflict calibration privacy "
+        "differential stochastic optimization bilevel interval conformal rotation neural "
+        "machine potential learning"
+    ).split()
+}
+
+
+def test_a_latin_script_question_is_glossed_by_cognates_of_the_index_words() -> None:
+    """Offline, German, French and Spanish: question words become English frames, other
+    words the index's word they are cognates of (an ending traded, a compound split), and
+    a common word of the language with no cognate is dropped."""
+
+    def gloss(question: str, code: str) -> str:
+        return gloss_latin(question, code, lambda: INDEX_WORDS)
+
+    assert gloss("welche arbeiten behandeln wissensdestillation", "de") == (
+        "which papers distillation"
+    )
+    assert gloss("wissensdestillation gradientenkonflikt", "de") == (
+        "distillation gradient conflict"
+    )
+    assert gloss("kalibrierung für llms", "de") == "calibration llms"  # -ierung ~ -ation
+    assert gloss("quels articles portent sur le décodage spéculatif", "fr") == (
+        "which papers decoding speculative"  # 'portent' is common French: no 'potential'
+    )
+    assert gloss("privacidad diferencial", "es") == "privacy differential"  # -idad ~ -ity
+    assert gloss("optimización bilevel estocástica", "es") == (
+        "optimization bilevel stochastic"  # es- before a consonant: 'stochastic'
+    )
+    assert gloss("qu'est-ce que GTO ?", "fr") == "what is GTO"  # names pass through
+
+
+def test_translate_uses_the_cognate_gloss_offline_when_it_has_the_index_words() -> None:
+    done = translate(
+        "welche arbeiten behandeln wissensdestillation",
+        "de",
+        nothing_held,
+        vocabulary=lambda: INDEX_WORDS,
+    )
+    assert (done.text, done.method) == ("which papers distillation", "cognates")
+    untranslated = translate("welche arbeiten behandeln wissensdestillation", "de", nothing_held)
+    assert untranslated.method == "none"  # no index words to match: searched as typed
+    assert [n.code for n in untranslated.notices] == ["untranslated"]
+
+
+@pytest.mark.parametrize(
+    ("question", "code"),
+    [
+        ("privacidad diferencial signsgd", "es"),
+        ("qu'est-ce que DeMo ?", "fr"),
+        ("apprentissage par renforcement pour agents de code", "fr"),
+        ("wissensdestillation für llms", "de"),
+        # English keyword queries and borrowed words stay English
+        ("kv cache compression", "en"),
+        ("robust offline rl", "en"),
+        ("machine unlearning for llms", "en"),
+        ("optimal transport approximation", "en"),
+    ],
+)
+def test_short_questions_in_a_neighbouring_language_are_told_by_their_words(
+    question: str, code: str
+) -> None:
+    assert language.detect(question) == code

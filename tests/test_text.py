@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from rag.text import (
     content_words,
+    forms_of,
     mentions,
     near_word,
     normalise_terms,
@@ -18,6 +19,7 @@ from rag.text import (
     sentence_spans,
     spelled_out,
     split_sentences,
+    stem,
 )
 
 
@@ -116,3 +118,11 @@ def test_a_name_coined_on_an_acronym_also_holds_it_as_a_word() -> None:
     assert (
         normalise_terms("LoRA, BoRA, OpenAI, DeMo and CSAM") == "LoRA, BoRA, OpenAI, DeMo and CSAM"
     )
+
+
+def test_forms_of_a_word_are_the_texts_words_sharing_its_stem() -> None:
+    text = "We train on eight A100 GPUs; one GPU-hour each. Queries and one query."
+    assert forms_of(text, "GPU") == ["GPUs", "GPU"]  # 'GPU-hour' read by its parts
+    assert forms_of(text, "queries") == ["Queries", "query"]
+    assert forms_of(text, "TPUs") == []
+    assert stem("LLMs") == stem("LLM") == "llm" and stem("studies") == stem("study")

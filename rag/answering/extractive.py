@@ -23,7 +23,7 @@ from collections.abc import Callable
 import numpy as np
 
 from rag.question.reading import NAME, Query
-from rag.text import mentions, overlap, plain, split_sentences
+from rag.text import forms_of, mentions, overlap, plain, split_sentences
 from rag.types import Hit, Source
 
 MARGIN_SINGULAR = 0.06  # cosine below the best source that still counts as an answer...
@@ -109,7 +109,9 @@ def counts(text: str, thing: str) -> bool:
     number = rf"(?:{_FIGURE.pattern}|\$[^$]*\$)"
     before = r"(?:[\s,\-]+(?!(?:per|each|every)\b)[\w\-().]+){0,3}?[\s,\-]+"
     after = rf"(?:[\s,:=(\-]+{_COUNT_LINK}\b){{0,3}}[\s,:=(\-]+"  # 'samples: 64', 'complexity of'
-    noun = rf"\b{re.escape(_stem(thing))}\w*"
+    noun = _noun(text, thing)
+    if noun is None:
+        return False
     return bool(re.search(rf"{number}{before}{noun}|{noun}{after}{number}", prose, re.I))
 
 
@@ -128,8 +130,8 @@ def names(text: str, thing: str, asked: str) -> bool:
     at most ('LLMs (e.g., LLaMA-3.1-8B)', 'an algorithm called Matching for Retention').
     A text that never mentions it names it nowhere, and is not judged (True): 'which
     benchmarks ...' of an abstract listing MT-Bench and GSM8K without the word."""
-    noun = rf"\b{re.escape(_stem(thing))}\w*"
-    if not re.search(noun, text, re.I):
+    noun = _noun(text, thing)
+    if noun is None:
         return True
     # (lookaheads, so that a word the check skips cannot hide the name right after it)
     before = rf"\b(?=({_NAME_WORD})(?:[\s\-]+[\w\-]+){{0,2}}?[\s\-]+(?i:{noun}))"
@@ -145,16 +147,11 @@ def names(text: str, thing: str, asked: str) -> bool:
     return False
 
 
-def _stem(word: str) -> str:
-    """'GPUs' -> 'GPU', 'queries' -> 'quer', 'classes' -> 'class': what its forms share."""
-    lower = word.lower()
-    if lower.endswith("ies") and len(word) > 4:
-        return word[:-3]
-    if lower.endswith(("sses", "shes", "ches", "xes")):
-        return word[:-2]
-    if lower.endswith("s") and not lower.endswith("ss") and len(word) > 3:
-        return word[:-1]
-    return word
+def _noun(text: str, thing: str) -> str | None:
+    """A pattern for the words of a text that are forms of `thing` (its Snowball stem:
+    'GPUs' for 'GPU', 'realizations' for 'realization'); None when the text has none."""
+    forms = forms_of(text, thing)
+    return rf"\b(?:{'|'.join(map(re.escape, forms))})\b" if forms else None
 
 
 def candidates(hits: list[Hit], query: Query) -> list[int]:

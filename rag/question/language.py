@@ -6,6 +6,14 @@ language only when lingua is clearly sure of it (`CLEAR`): on the 350 English qu
 eval/questions/ none is (the most sure wrong call was 0.65 for 'RLHF'), while a real
 sentence in Chinese, Japanese, German or French comes out at >= 0.99.
 
+Short questions in a neighbouring language are where lingua is not sure ("qu'est-ce que
+DeMo ?", 'privacidad diferencial signsgd'): a question whose words are on average clearly
+more frequent (wordfreq, by `WORD_MARGIN` zipf) in German, French, Spanish, Italian,
+Portuguese or Dutch than in English is taken as that language first. Measured: 0 of 6,000
+paper titles (4,000 as written, 2,000 lower-cased; paperlists) and 0 of the 509 English eval
+questions read as another language; of the 26 German, French and Spanish eval questions
+(eu.jsonl, test.jsonl), 23 are read right (lingua alone: 13).
+
 The detector is built once, on first use, for the languages in `LANGUAGES` (a smaller set
 is faster and less often wrong); its models load lazily, per language met, which costs
 about 1.6 s the first time a Latin-script text is read. So plain ASCII whose words English
@@ -25,6 +33,8 @@ from rag.text import is_english_word
 
 CLEAR = 0.9  # lingua confidence above which a non-English language is believed
 ENGLISH_SHARE = 0.75  # share of known English words that makes plain ASCII English
+WORD_LANGUAGES = ("en", "de", "fr", "es", "it", "pt", "nl")  # told apart by word frequency
+WORD_MARGIN = 1.0  # mean zipf over English that makes a question another language's
 
 # ISO 639-1 code -> English name, for the languages the detector tells apart.
 LANGUAGES = {
@@ -59,8 +69,14 @@ def name(code: str) -> str:
 
 def detect(text: str) -> str:
     """The ISO 639-1 code of the text's language: 'GTO 是什么方法？' -> 'zh',
-    'kv cache compression' -> 'en' (English unless the detector is clearly sure)."""
-    if not any(ch.isalpha() for ch in text) or _plain_english(text):
+    'kv cache compression' -> 'en' (English unless the detector is clearly sure, or the
+    words are clearly more common in another Latin-script language)."""
+    if not any(ch.isalpha() for ch in text):
+        return "en"
+    by_words = _by_word_frequency(text)
+    if by_words:
+        return by_words
+    if _plain_english(text):
         return "en"
     detector = _detector()
     with _lock:  # the Rust detector is not documented as thread-safe
@@ -72,6 +88,24 @@ def detect(text: str) -> str:
     if code == "en" or best.value < CLEAR:
         return "en"
     return code
+
+
+def _by_word_frequency(text: str) -> str | None:
+    """The Latin-script language whose words these are, when their mean wordfreq frequency
+    there beats English by `WORD_MARGIN`: 'privacidad diferencial signsgd' -> 'es',
+    "qu'est-ce que DeMo ?" -> 'fr'; None otherwise. Names and numbers are not words."""
+    from wordfreq import zipf_frequency
+
+    words = [
+        w.casefold()
+        for w in re.findall(r"[^\W\d_]+", text)
+        if len(w) > 1 and w[1:] == w[1:].lower()
+    ]
+    if not words:
+        return None
+    means = {c: sum(zipf_frequency(w, c) for w in words) / len(words) for c in WORD_LANGUAGES}
+    best = max(means, key=means.__getitem__)
+    return best if best != "en" and means[best] >= means["en"] + WORD_MARGIN else None
 
 
 def _plain_english(text: str) -> bool:

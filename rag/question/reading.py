@@ -162,7 +162,7 @@ class Query:
     terms: tuple[str, ...] = ()  # distinctive terms: names, quoted phrases, numbers
     language: str = "en"  # ISO 639-1, of the question as typed
     translated: str = ""  # the English question read and searched, when it was in another
-    translation: str = ""  # how it was put into English: "llm" | "dictionary" | "none"
+    translation: str = ""  # how it was put into English: "llm" | "dictionary" | "cognates" | "none"
     notices: tuple[Notice, ...] = ()  # what reading it found worth telling (a failed call)
     refers_back: bool = False  # leans on an earlier turn ("how does it work?")
     ordinal: int | None = None  # "the second one" -> 2, "[3]" -> 3, "the last" -> -1
@@ -228,7 +228,7 @@ class Query:
         '' for papers asked for, a count, or a kind of thing without proper names."""
         if self.plural or self.wants == "number" or self.intent == "definition":
             return ""
-        if self.translation == "dictionary":  # a gloss keeps the words, not their order
+        if self.translation in ("dictionary", "cognates"):  # a gloss keeps words, not order
             after = re.search(r"\bwhich\b(.*)", self.english, re.I)
             words = re.findall(r"[A-Za-z]+", after.group(1)) if after else []
             return next((w for w in words if w.casefold() in NAMED_KINDS), "")

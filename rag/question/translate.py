@@ -14,6 +14,14 @@ BM25 matches English stems). So a question in another language is put into Engli
   question stage reads the intent from them; Latin-script words ('GTO', 'LoRA', '7.7')
   pass through unchanged; traditional characters are read as simplified, and '1 万' as
   '10,000'. '哪些论文研究推测解码？' -> 'which papers speculative decoding?'.
+- Offline, German, French, Spanish, Italian, Portuguese (rag/data/frames-latin.tsv holds
+  their question words and the word endings cognates trade): each question word becomes an
+  English frame ('welche arbeiten' -> 'which papers'), a word the index holds stays, any
+  other becomes its closest cognate among the index's own words (rapidfuzz ratio >= 75,
+  85 for a word common in its language; an ending traded: 'kalibrierung' -> 'calibration';
+  a German compound by its parts: 'wissensdestillation' -> 'distillation'), and a common
+  word of the language without one is dropped. The index's words are the dictionary, so
+  nothing ships but the frames.
 - Offline, any other language: no dictionary ships, so the question is searched as typed
   (its Latin-script names and numbers still match) and a notice says an endpoint
   translates it.
@@ -27,11 +35,14 @@ from __future__ import annotations
 import gzip
 import re
 import threading
-from collections.abc import Callable
+import unicodedata
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from typing import Any
+
+from rapidfuzz import fuzz, process
 
 from rag import prompts
 from rag.config import DATA_DIR
@@ -343,8 +354,146 @@ def translate_llm(client: Chat, question: str, code: str, deadline_s: float) -> 
     return english
 
 
+# --- offline, languages in Latin script: cognates of the index's words ----------------------
+
+FRAMES_LATIN = DATA_DIR / "frames-latin.tsv"
+COGNATE_RATIO = 75  # rapidfuzz ratio (0-100) a word and an index word must reach
+COMMON_RATIO = 85  # ... a word common in its own language ('portent' is no 'potential')
+COMMON_ZIPF = 3.0  # wordfreq frequency from which a word is common in its language
+Vocabulary = Callable[[], Mapping[str, int]]  # the index's words as written -> papers
+
+
+@lru_cache(maxsize=1)
+def _latin_table() -> tuple[dict[str, list[tuple[str, str]]], dict[str, list[tuple[str, str]]]]:
+    """(language -> [(phrase, English frame)], longest first; language -> [(ending, English
+    ending)]) from rag/data/frames-latin.tsv."""
+    frames: dict[str, list[tuple[str, str]]] = {}
+    endings: dict[str, list[tuple[str, str]]] = {}
+    for n, line in enumerate(FRAMES_LATIN.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        try:
+            code, phrase, english = line.split("\t")
+        except ValueError:
+            raise ValueError(f"{FRAMES_LATIN}:{n}: expected language, phrase, English") from None
+        table = endings if phrase.startswith("-") else frames
+        table.setdefault(code, []).append((phrase.lstrip("-"), english.lstrip("-")))
+    for rows in frames.values():
+        rows.sort(key=lambda row: -len(row[0]))
+    return frames, endings
+
+
+def _plain(text: str) -> str:
+    """Lower case, no accents: 'Échantillonnage spéculatif' -> 'echantillonnage speculatif'."""
+    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    return "".join(c for c in decomposed if not unicodedata.combining(c)).replace("ß", "ss")
+
+
+def gloss_latin(question: str, code: str, vocabulary: Vocabulary) -> str:
+    """A question in a language written in Latin script, in the index's English words:
+    its question words become English frames (rag/data/frames-latin.tsv), a word the index
+    holds stays, any other becomes its closest cognate among the index's words (a German
+    compound by its parts), and a common word without one is dropped. 'welche arbeiten
+    behandeln wissensdestillation' -> 'which papers distillation'; 'échantillonnage
+    spéculatif' -> 'speculative'."""
+    frames, endings = _latin_table()
+    words = vocabulary()
+    typed = {_plain(w): w for w in re.findall(r"[\w'\-.]+", question)}  # as written
+    text = f" {_plain(question)} "
+    for phrase, english in frames.get(code, ()):
+        text = re.sub(rf"(?<![\w'-]){re.escape(phrase)}(?![\w'-])", f" {english} ", text)
+    english_words = {w for _, e in frames.get(code, ()) for w in e.split()}
+    out: list[str] = []
+    for token in re.findall(r"[\w][\w'\-.]*", text):
+        token = token.strip(".")
+        written = typed.get(token, token)
+        own = _more_common_there(written.casefold(), code)  # 'für', 'mit', 'des'
+        if token in english_words:
+            out.append(token)  # a frame
+            continue
+        if (
+            (token in words and not own)
+            or not token.isalpha()
+            or written[1:] != written[1:].lower()
+        ):
+            out.append(written)  # a word the index holds, a name or a number, as written
+            continue
+        found = _cognate(token, code, words, endings.get(code, ()))
+        if found:
+            out.extend(found)
+        elif _common(token, code) or _common(written.casefold(), code):
+            continue
+        else:
+            out.append(token)
+    return " ".join(out)
+
+
+def _cognate(
+    word: str, code: str, words: Mapping[str, int], endings: Sequence[tuple[str, str]]
+) -> list[str]:
+    """The index's words a word is a cognate of: 'speculatif' -> ['speculative'],
+    'kalibrierung' -> ['calibration'], 'wissensdestillation' -> ['distillation']."""
+    best = _closest(word, code, words, endings)
+    if best or code != "de" or len(word) < 10:
+        return [best] if best else []
+    best_parts: list[str] = []  # a German compound: the split whose parts cover the most
+    covered = 0
+    for cut in range(5, len(word) - 4):
+        pieces = (word[:cut], word[cut:].removeprefix("s") if cut < len(word) - 5 else word[cut:])
+        found = [(p, _closest(p, code, words, endings)) for p in pieces if len(p) >= 5]
+        matched = [(p, f) for p, f in found if f]
+        if sum(len(p) for p, _ in matched) > covered:
+            covered, best_parts = sum(len(p) for p, _ in matched), [f for _, f in matched if f]
+    return list(dict.fromkeys(best_parts))
+
+
+def _closest(
+    word: str, code: str, words: Mapping[str, int], endings: Sequence[tuple[str, str]]
+) -> str | None:
+    if len(word) < 4:
+        return None
+    cutoff = COMMON_RATIO if _common(word, code) else COGNATE_RATIO
+    forms = {word}
+    for ending, english in endings:
+        if word.endswith(ending):
+            forms.add(word[: -len(ending)] + english)
+    if code == "es" and re.match(r"es[^aeiou]", word):
+        forms |= {f[1:] for f in forms}  # 'especulativo' ~ 'speculative'
+    forms |= {f.replace("k", "c").replace("z", "c") for f in forms}  # 'konflikt' ~ 'conflict'
+    for form in forms:
+        if form in words:
+            return form
+    scored: list[tuple[float, int, str]] = []
+    for form in forms:
+        for match, score, _ in process.extract(
+            form, words.keys(), scorer=fuzz.ratio, score_cutoff=cutoff, limit=5
+        ):
+            if match[:1] == form[:1] or (match[:1] in "ck" and form[:1] in "ck"):
+                scored.append((score, words[match], match))
+    return max(scored)[2] if scored else None
+
+
+def _common(word: str, code: str) -> bool:
+    from wordfreq import zipf_frequency
+
+    return zipf_frequency(word, code) >= COMMON_ZIPF
+
+
+def _more_common_there(word: str, code: str) -> bool:
+    """A common word of the language that English uses less: 'für', 'les' (not 'machine')."""
+    from wordfreq import zipf_frequency
+
+    there = zipf_frequency(word, code)
+    return there >= COMMON_ZIPF and there > zipf_frequency(word, "en")
+
+
 def translate(
-    question: str, code: str, held: Held, client: Chat | None = None, deadline_s: float = 8.0
+    question: str,
+    code: str,
+    held: Held,
+    client: Chat | None = None,
+    deadline_s: float = 8.0,
+    vocabulary: Vocabulary | None = None,
 ) -> Translation:
     """The English question to search (see the module doc)."""
     notices: list[Notice] = []
@@ -355,6 +504,8 @@ def translate(
             notices.append(Notice("translate_failed", f"could not translate the question ({exc})"))
     if code == "zh":
         return Translation(gloss_zh(question, held), "dictionary", tuple(notices))
+    if vocabulary is not None and code in _latin_table()[0]:
+        return Translation(gloss_latin(question, code, vocabulary), "cognates", tuple(notices))
     notices.append(
         Notice(
             "untranslated",

@@ -482,7 +482,7 @@ class Retriever:
             if word not in fixes and not is_english_word(word):
                 near = [w for w in self._spellings(word) if one_edit_apart(word, w)]
                 if near:
-                    fixes[word] = max(near, key=self._spelling_counts().__getitem__)
+                    fixes[word] = max(near, key=self.spelling_counts().__getitem__)
         for typo, fixed in fixes.items():
             text = re.sub(rf"(?i)\b{re.escape(typo)}\b", fixed, text)
         return text, fixes
@@ -543,7 +543,7 @@ class Retriever:
         only then does reading it as a name change what it matches."""
         stem = content_words(word)
         others = [
-            w for w in self._spelling_counts() if w[:3] == word[:3] and w not in (word, word + "s")
+            w for w in self.spelling_counts() if w[:3] == word[:3] and w not in (word, word + "s")
         ]
         return bool(stem) and any(content_words(w) == stem for w in others)
 
@@ -571,7 +571,8 @@ class Retriever:
                 table = self._long_forms
         return table
 
-    def _spelling_counts(self) -> Counter[str]:
+    def spelling_counts(self) -> Counter[str]:
+        """The stored abstracts' words as written (lower-cased) -> how often they occur."""
         counts = self._spelling
         if counts is None:
             with self._lock:
@@ -586,7 +587,7 @@ class Retriever:
     def _spellings(self, word: str) -> list[str]:
         """Stored words that could be `word` with one edit (same first letter)."""
         return [
-            w for w in self._spelling_counts() if w[:1] == word[:1] and abs(len(w) - len(word)) <= 1
+            w for w in self.spelling_counts() if w[:1] == word[:1] and abs(len(w) - len(word)) <= 1
         ]
 
     def held(self, word: str) -> float:
