@@ -21,7 +21,7 @@ from typing import Any
 
 from rag import prompts
 from rag.aggregate import matching
-from rag.aggregate.conference import count_answer, table_answer
+from rag.aggregate.conference import count_answer, count_of_previous, table_answer
 from rag.aggregate.topics import TopicSet, topics_of
 from rag.answering.answer import Answerer, abstention
 from rag.answering.answerable import Model
@@ -506,6 +506,12 @@ class Conversation:
         notices: list[Notice] = []
         options["translations"] = self.translations
         read_q = self.assistant.read(question, options.get("mode"), self.translations)
+        if self.turns and read_q.counts_without_topic:  # 'how many of them?'
+            counted = count_of_previous(read_q, self.turns[-1].answer)
+            if counted is not None:
+                counted.follow_up = True
+                self.turns.append(Turn(question, counted))
+                return counted
         query, condensed = self._standalone(read_q, options.get("mode"), notices)
         follow_up = query is not None
         if follow_up:  # the previous turn's scope holds unless the follow-up names one

@@ -164,3 +164,21 @@ def test_cli_prints_the_applied_filters(seeded_index: object) -> None:
     assert json.loads(wide.stdout)[0]["applied_filters"] == {}
     line = runner.invoke(main, [*base, "ask", "which ICLR 2026 papers use DCT?"])
     assert "Scope: ICLR 2026" in line.output
+
+
+def test_how_many_of_them_counts_the_previous_answers_papers(fake_seeded: Assistant) -> None:
+    """A count that names nothing to count ('how many of them?', 'how many are there')
+    counts the papers the previous answer cites, with the same citations."""
+    chat = fake_seeded.conversation()
+    listed = chat.ask("which papers propose dpo variants")
+    cited = [s.paper_id for s in listed.sources if s.cited]
+    assert len(cited) >= 2
+    for question in ("how many of them?", "how many are there"):
+        counted = chat.ask(question)
+        assert counted.count == len(cited) and counted.follow_up and not counted.abstained
+        assert [counted.sources[n - 1].paper_id for n in counted.citations] == cited
+        assert "count_previous" in [n.code for n in counted.notices]
+    fresh = fake_seeded.conversation().ask("how many of them?")  # nothing to count yet
+    assert fresh.count is None
+    assert read("how many papers on lora").counts_without_topic is False
+    assert read("how many GPUs did DeMo use").counts_without_topic is False

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from rag.aggregate import tables
 from rag.aggregate.matching import Matches
@@ -74,6 +75,31 @@ def count_answer(
         notices=notices,
     )
     answer.count, answer.count_by = n, count_by
+    return answer
+
+
+def count_of_previous(query: Query, previous: Answer) -> Answer | None:
+    """'how many of them?' after an answer: the papers that answer cites, counted and
+    listed with the same citations; None when it cites none."""
+    cited = [replace(s) for s in previous.sources if s.cited]
+    if not cited:
+        return None
+    n = len(cited)
+    lines = [f"**{n} {'paper' if n == 1 else 'papers'}** in the previous answer:"]
+    lines += [f"- **{s.title}** [{s.n}]" for s in cited]
+    answer = Answer(
+        query.question,
+        "\n".join(lines),
+        abstained=False,
+        citations=[s.n for s in cited],
+        sources=[replace(s) for s in previous.sources],
+        mode="extractive",
+        notices=[Notice("count_previous", "counted the papers the previous answer cites")],
+    )
+    answer.count = n
+    answer.query = previous.query
+    answer.applied_filters = dict(previous.applied_filters)
+    answer.intent, answer.language = "count", query.language
     return answer
 
 

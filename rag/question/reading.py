@@ -39,7 +39,7 @@ from rag.lexicon import (
 )
 from rag.question import language
 from rag.question.intent import intent_of
-from rag.text import mentions
+from rag.text import content_words, mentions
 from rag.types import Filters, Notice
 
 # --- patterns (the words they use: rag/lexicon.py) -----------------------------------------
@@ -133,6 +133,7 @@ _NAMED = re.compile(
     r"(?:do|does|did|is|are|was|were|has|have|had|can|could|will|would)\b",
     re.I,
 )
+_COUNTING_STEMS = content_words("how many total count counted number altogether overall")
 _QUOTED = re.compile(r"[\"“”']([^\"“”']{3,60})[\"“”']")
 _NUMBER = re.compile(r"(?<![\w.\-])\d+(?:\.\d+)?(?:%|x\b)?")  # not the 3 of 'EAGLE-3'
 _YEAR = r"(?:19[89]\d|20[0-4]\d)"
@@ -234,6 +235,15 @@ class Query:
             return next((w for w in words if w.casefold() in NAMED_KINDS), "")
         match = _NAMED.search(self.english)
         return match.group(1) if match and match.group(1).casefold() in NAMED_KINDS else ""
+
+    @property
+    def counts_without_topic(self) -> bool:
+        """'how many of them?', 'how many are there', 'how many in total': a count that
+        names nothing to count, so in a conversation it counts the previous answer's
+        papers."""
+        if not re.search(r"\bhow many\b", self.english, re.I):
+            return False
+        return content_words(self.english) <= _COUNTING_STEMS
 
     @property
     def counted(self) -> str:
