@@ -259,6 +259,58 @@ def calibrate_count_cmd(
     click.echo(f"Wrote {target}, and {out}/rows.jsonl, calibration.json.")
 
 
+@eval_group.command("fit-sentences")
+@click.argument("questions_files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--out", required=True, type=click.Path(file_okay=False), help="Output folder.")
+@click.option(
+    "--write",
+    "model_path",
+    type=click.Path(dir_okay=False),
+    help="Where to write the weights (default: OUT/sentence.json; rag/data/sentence.json "
+    "is what the answerer reads: install them only after `rag eval run` shows they help).",
+)
+@click.pass_context
+def fit_sentences_cmd(
+    ctx: click.Context, questions_files: tuple[str, ...], out: str, model_path: str | None
+) -> None:
+    """Fit the offline answerer's sentence weights on QUESTIONS_FILES (eval/sentencefit.py)."""
+    from eval import sentencefit
+    from rag.answering.extractive import sentence_weights
+
+    settings = eval_settings(ctx, Path(out))
+    rows = _labelled_rows(
+        settings,
+        questions_files,
+        (),
+        [],
+        lambda assistant, questions, gold, index: sentencefit.sentence_rows(
+            assistant, questions, gold
+        ),
+    )
+    try:
+        weights = sentencefit.fit(rows)
+    except ValueError as exc:
+        _fail(str(exc))
+    about = {
+        "files": list(questions_files),
+        "questions": len({r["id"] for r in rows}),
+        "sentences": len(rows),
+        "top_sentence_holds_answer": {
+            "before": sentencefit.top_hit_rate(rows, sentence_weights()),
+            "fitted": sentencefit.top_hit_rate(rows, weights),
+        },
+        "command": "rag eval fit-sentences " + " ".join(questions_files),
+    }
+    Path(out).mkdir(parents=True, exist_ok=True)
+    target = Path(model_path or Path(out) / "sentence.json")
+    sentencefit.write(weights, about, target)
+    Path(out, "rows.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8"
+    )
+    click.echo(json.dumps({"weights": weights, **about}, indent=2))
+    click.echo(f"Wrote {target}, and {out}/rows.jsonl.")
+
+
 @eval_group.command("fit-intent")
 @click.argument(
     "labels_file",

@@ -17,11 +17,14 @@ the abstract's own.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
+from functools import lru_cache
 
 import numpy as np
 
+from rag.config import DATA_DIR
 from rag.question.reading import NAME, Query
 from rag.text import forms_of, mentions, overlap, plain, split_sentences
 from rag.types import Hit, Source
@@ -251,17 +254,41 @@ def _around(sentence: str, term: str) -> str:
     return f"{sentence[:at]} TERM {sentence[at + len(term) :]}"
 
 
-def _score(query: Query, sentence: str, similarity: float) -> float:
+SENTENCE_FEATURES = ("similarity", "overlap", "named", "evidence", "contribution")
+SENTENCE_MODEL = DATA_DIR / "sentence.json"
+
+
+def sentence_features(query: Query, sentence: str, similarity: float) -> dict[str, float]:
+    """What a sentence offers a question: its cosine to the question, the share of the
+    question's content words it holds, the share of the question's terms it names, the
+    figures or names of the kind asked (at most 3), and whether it states a contribution."""
     named = sum(
         1 for t in query.named if any(mentions(sentence, n) for n in query.spellings(t))
     ) / len(query.named or "x")
-    return (
-        similarity
-        + 0.3 * overlap(query.text, sentence)
-        + 0.15 * named
-        + 0.05 * min(3, evidence(query, sentence))
-        + (0.05 if _CONTRIBUTION.search(sentence) else 0.0)
-    )
+    return {
+        "similarity": similarity,
+        "overlap": overlap(query.text, sentence),
+        "named": named,
+        "evidence": float(min(3, evidence(query, sentence))),
+        "contribution": 1.0 if _CONTRIBUTION.search(sentence) else 0.0,
+    }
+
+
+@lru_cache(maxsize=1)
+def sentence_weights() -> dict[str, float]:
+    """The weights of `sentence_features` (rag/data/sentence.json, fitted by `rag eval
+    fit-sentences` on the dev questions' answer_contains; similarity's weight is 1)."""
+    try:
+        data = json.loads(SENTENCE_MODEL.read_text(encoding="utf-8"))
+        return {name: float(data["weights"][name]) for name in SENTENCE_FEATURES}
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"cannot read the sentence model {SENTENCE_MODEL}: {exc}") from None
+
+
+def _score(query: Query, sentence: str, similarity: float) -> float:
+    weights = sentence_weights()
+    features = sentence_features(query, sentence, similarity)
+    return sum(weights[name] * value for name, value in features.items())
 
 
 def _complement(query: Query, sentences: list[str], order: list[int]) -> list[int]:
