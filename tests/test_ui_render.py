@@ -201,3 +201,17 @@ def test_answer_details_show_confidence_and_a_language_other_than_english() -> N
     assert render.answer_details(_answer("x", [], [], language="zh")) == ["asked in Chinese"]
     assert render.answer_details(_answer("x", [], [], language="xx")) == ["asked in xx"]
     assert render.answer_details(_answer("x", [], [])) == []
+
+
+def test_an_answers_inline_math_is_kept_for_katex_and_the_rest_stays_literal() -> None:
+    answer = _answer(
+        r"It reaches $\widetilde{O}(\epsilon^{-2})$ with $10$ runs, $9.8\times$ faster "
+        r"at p$<$0.05, for $5 [1]. A $\{ broken$ span.",
+        [_source(1)],
+        [1],
+    )
+    md = render.answer_markdown(answer, turn=0)
+    assert r"$\widetilde{O}(\epsilon^{-2})$" in md  # rendered by st.markdown
+    assert "with 10 runs" in md and r"$9.8\times$" in md
+    assert r"p$\lt $0.05" in md  # never an HTML '<'
+    assert r"for \$5" in md and r"A \$\{ broken\$ span" in md  # unbalanced: literal

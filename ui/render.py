@@ -89,9 +89,34 @@ def anchor(turn: int, n: int) -> str:
     return f"src-{turn}-{n}"
 
 
+# Inline math as abstracts write it: '$O(\\epsilon^{-2})$', one line, braces balanced.
+_MATH = re.compile(r"\$(?=\S)([^$\n]{1,200}?)(?<=\S)\$")
+
+
+def _literal(text: str) -> str:
+    return text.replace("$", "\\$").replace("~", "\\~").replace("<", "&lt;")
+
+
+def _math(match: re.Match[str]) -> str:
+    """A math span kept for KaTeX ('$9.8\\times$' shows as 9.8x), unless its braces do not
+    balance; '<' and '>' as KaTeX's commands, never HTML."""
+    body = match.group(1)
+    if body.replace(".", "").replace(",", "").isdigit():
+        return body  # '$10$' is 10
+    if body.count("{") != body.count("}"):
+        return _literal(match.group(0))
+    return "$" + body.replace("<", "\\lt ").replace(">", "\\gt ") + "$"
+
+
 def answer_markdown(answer: Answer, turn: int) -> str:
-    """The answer as Markdown, each [n] a link to its source card; abstract text kept literal."""
-    text = answer.answer.replace("$", "\\$").replace("~", "\\~").replace("<", "&lt;")
+    """The answer as Markdown, each [n] a link to its source card; abstract text kept
+    literal but for its inline math, which Streamlit renders ('$\\widetilde{O}(n)$')."""
+    parts: list[str] = []
+    cursor = 0
+    for match in _MATH.finditer(answer.answer):
+        parts += [_literal(answer.answer[cursor : match.start()]), _math(match)]
+        cursor = match.end()
+    text = "".join([*parts, _literal(answer.answer[cursor:])])
 
     def link(match: re.Match[str]) -> str:
         numbers = parse_group(match.group(1))
