@@ -4,11 +4,13 @@ A few base sets, each one kind of word, and the lists the stages use, built from
 
     GRAMMAR    articles, pronouns, prepositions, conjunctions, auxiliaries: never content
     RESEARCH   what every abstract says about itself: paper, method, propose, use ...
+    REPORTING  what a sentence reports: shows, found, new
     INFORMAL   filler people type ('making llms forget copyrighted stuff')
     ASKING     words that frame a request: explain, list, tell, looking, please ...
 
-    STOP             GRAMMAR | RESEARCH | INFORMAL: never a content word (rag/text.py)
-    FRAME            STOP | ASKING | venue names: left out of the BM25 query
+    STOP             GRAMMAR | RESEARCH | REPORTING | INFORMAL: never a content word
+    FRAME            GRAMMAR less QUERY_KEEPS | RESEARCH | ASKING | venue names: left out
+                     of the BM25 query
     AGGREGATE_FRAME  what frames a count or comparison rather than its topic
     BOILERPLATE      RESEARCH | what abstracts claim of any result: never a topic's term
 
@@ -37,16 +39,17 @@ GRAMMAR = PREPOSITIONS | _words(
 )
 RESEARCH = _words(
     """paper papers work works study studies studied approach approaches method methods
-    propose proposes proposed use used uses using show shows find found new existing
-    about"""
+    propose proposes proposed use used uses using show find existing about"""
 )
+REPORTING = _words("shows found new")  # what a sentence reports, never its topic
 INFORMAL = _words(
     """stuff thing things something anything everything lot lots bunch kinda sorta way ways
     make makes making get gets getting got trick tricks"""
 )
 ASKING = _words(
     """whats list give tell explain describe define definition meaning mean means stand know
-    need want look looking please thanks exist exists kind type types ones"""
+    need want look looking please thanks exist exists kind type types ones anything
+    something get"""
 )
 # How a venue may be typed -> the key it is compared under. Catalog spellings pass through
 # the same map, so a question's "NeurIPS" finds papers stored as "NIPS" and back.
@@ -62,8 +65,16 @@ AMBIGUOUS_VENUES = frozenset({"automl", "colt"})
 
 # --- the lists the stages use ---------------------------------------------------------------
 
-STOP = GRAMMAR | RESEARCH | INFORMAL
-FRAME = STOP | ASKING | frozenset(VENUE_ALIASES) | frozenset(KNOWN_VENUES) - AMBIGUOUS_VENUES
+STOP = GRAMMAR | RESEARCH | REPORTING | INFORMAL
+# The words of GRAMMAR the BM25 query keeps: prepositions that carry content ('over
+# graphs', 'without a decoder'), quantifiers, negation. Dropping them too moved four
+# lookups among the 22k abstracts off their gold paper (iclr2026 hit@1 0.883 -> 0.862).
+QUERY_KEEPS = _words(
+    """as at from into over under via between across against along through toward towards
+    without all both each more most such than then while may might my no not two but
+    doing done based"""
+)
+FRAME = (GRAMMAR - QUERY_KEEPS) | RESEARCH | ASKING | _words("iclr icml neurips nips")
 # Words that frame a count or a comparison, not its topic: 'how many papers are about X'
 # and 'compare the papers on X' search X.
 AGGREGATE_FRAME = _words(
