@@ -8,13 +8,27 @@ at the edge (CLI, UI, eval) and passed in; nothing deep inside reads the environ
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DATA_DIR = Path(__file__).parent / "data"  # what ships with the package
+_Fitted = TypeVar("_Fitted")
+
+
+def load_fitted(path: Path, what: str, parse: Callable[[Any], _Fitted]) -> _Fitted:
+    """A fitted model from its JSON file (rag/data/*.json); a missing or malformed file is
+    a ValueError naming it: 'cannot read the intent model rag/data/intent.json: ...'."""
+    try:
+        return parse(json.loads(Path(path).read_text(encoding="utf-8")))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"cannot read the {what} {path}: {exc}") from None
+
+
 BUNDLED_CORPUS = DATA_DIR / "iclr2026"
 
 

@@ -99,3 +99,10 @@ def test_fit_intent_writes_a_model_the_reader_loads(tmp_path: Path) -> None:
     model = intent.load_model(target)
     assert model.predict("papers on clip") == "papers"
     assert model.about["fitted_on"] == str(labels)
+
+
+def test_a_broken_model_file_is_an_error_naming_it(tmp_path: Path) -> None:
+    broken = tmp_path / "intent.json"
+    broken.write_text('{"classes": ["lookup"]', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"cannot read the intent model .*intent\.json"):
+        intent.load_model(broken)

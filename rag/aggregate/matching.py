@@ -24,7 +24,6 @@ decided offline, the same with or without an endpoint).
 
 from __future__ import annotations
 
-import json
 import threading
 from dataclasses import dataclass
 from functools import lru_cache
@@ -33,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from rag.answering.answerable import Model
-from rag.config import DATA_DIR
+from rag.config import DATA_DIR, load_fitted
 from rag.embedding.embed import Embedder
 from rag.retrieval.retrieve import Retriever, Scope
 from rag.text import mentions, split_sentences
@@ -55,12 +54,9 @@ DEFAULT_MODEL = DATA_DIR / "match.json"
 @lru_cache(maxsize=4)
 def load_model(path: Path | None = None) -> Model:
     """The fitted cut (default: the one shipped in rag/data)."""
-    path = path or DEFAULT_MODEL
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-        return Model.from_json(data, FEATURES, "match")
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ValueError(f"cannot read the match model {path}: {exc}") from None
+    return load_fitted(
+        path or DEFAULT_MODEL, "match model", lambda data: Model.from_json(data, FEATURES, "match")
+    )
 
 
 @dataclass(frozen=True, slots=True)

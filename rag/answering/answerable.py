@@ -31,7 +31,6 @@ for a question after one figure or name, a named term or any figure the abstract
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -42,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from rag.answering import extractive
-from rag.config import DATA_DIR
+from rag.config import DATA_DIR, load_fitted
 from rag.question.reading import Query
 from rag.text import mentions
 from rag.types import Hit
@@ -127,11 +126,7 @@ class Model:
 @lru_cache(maxsize=4)
 def load_model(path: Path | None = None) -> Model:
     """The fitted model (default: the one shipped in rag/data)."""
-    path = path or DEFAULT_MODEL
-    try:
-        return Model.from_json(json.loads(Path(path).read_text(encoding="utf-8")))
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ValueError(f"cannot read the answerability model {path}: {exc}") from None
+    return load_fitted(path or DEFAULT_MODEL, "answerability model", Model.from_json)
 
 
 def gather(

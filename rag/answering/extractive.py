@@ -17,14 +17,13 @@ the abstract's own.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from functools import lru_cache
 
 import numpy as np
 
-from rag.config import DATA_DIR
+from rag.config import DATA_DIR, load_fitted
 from rag.question.reading import NAME, Query
 from rag.text import forms_of, mentions, overlap, plain, split_sentences
 from rag.types import Hit, Source
@@ -278,11 +277,11 @@ def sentence_features(query: Query, sentence: str, similarity: float) -> dict[st
 def sentence_weights() -> dict[str, float]:
     """The weights of `sentence_features` (rag/data/sentence.json, fitted by `rag eval
     fit-sentences` on the dev questions' answer_contains; similarity's weight is 1)."""
-    try:
-        data = json.loads(SENTENCE_MODEL.read_text(encoding="utf-8"))
-        return {name: float(data["weights"][name]) for name in SENTENCE_FEATURES}
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ValueError(f"cannot read the sentence model {SENTENCE_MODEL}: {exc}") from None
+    return load_fitted(
+        SENTENCE_MODEL,
+        "sentence model",
+        lambda data: {name: float(data["weights"][name]) for name in SENTENCE_FEATURES},
+    )
 
 
 def _score(query: Query, sentence: str, similarity: float) -> float:

@@ -22,7 +22,6 @@ rag/data/intent.json with the accuracy they reached on the held-out test questio
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -30,7 +29,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from rag.config import DATA_DIR
+from rag.config import DATA_DIR, load_fitted
 from rag.lexicon import FIGURE_NOUNS
 
 INTENTS = ("lookup", "definition", "figure", "papers", "comparison", "yes_no", "count")
@@ -114,11 +113,7 @@ class Model:
 @lru_cache(maxsize=4)
 def load_model(path: Path | None = None) -> Model:
     """The fitted model (default: the one shipped in rag/data)."""
-    path = path or DEFAULT_MODEL
-    try:
-        return Model.from_json(json.loads(Path(path).read_text(encoding="utf-8")))
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ValueError(f"cannot read the intent model {path}: {exc}") from None
+    return load_fitted(path or DEFAULT_MODEL, "intent model", Model.from_json)
 
 
 def intent_of(text: str) -> str:
