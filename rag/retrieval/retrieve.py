@@ -32,6 +32,7 @@ import Stemmer
 from rag.config import Settings
 from rag.embedding.embed import Embedder
 from rag.question.reading import Vocabulary, status_matches, venue_key
+from rag.retrieval.ann import AnnIndex
 from rag.store import snapshot as snapshots
 from rag.store.index import Catalog, Store, StoreError
 from rag.text import (
@@ -226,6 +227,7 @@ class _Snapshot:
     vocabulary: Vocabulary
     masks: dict[Filters, np.ndarray]  # chunk rows in scope, per filters seen (bounded)
     vectors: list[np.ndarray]  # [every stored vector, in catalog order] once loaded
+    ann: list[AnnIndex | None]  # [the ANN index, or None below RAG_ANN_MIN_ROWS] once opened
 
     def mask(self, scope: Scope) -> np.ndarray:
         """The chunk rows inside the scope: computed once per filters, not per query."""
@@ -381,7 +383,7 @@ class Retriever:
                             state = {"bm25": built[0].to_state(), "terms": built[1].to_state()}
                             snapshots.write(self.settings, "retrieval", catalog.stamp, state)
                     self._snapshot = _Snapshot(
-                        catalog, *built, catalog.row_of(), vocabulary_of(catalog), {}, []
+                        catalog, *built, catalog.row_of(), vocabulary_of(catalog), {}, [], []
                     )
                 snapshot = self._snapshot
         return snapshot
@@ -427,11 +429,13 @@ class Retriever:
             vector = self.embedder.embed_query(query)
             timings["embed_query"] = _ms(t0)
             t0 = time.perf_counter()
-            matrix = self._matrix(state)
-            scores = _dot(matrix, vector)
-            found = _top(scores, catalog, depth, mask, keep_zero=True)
+            nearest = self._dense(state, vector, depth, mask)
+            found = [(catalog.ids[i], score) for i, score in nearest]
             seen = {c for c, _ in found}
-            found += [(c, float(scores[rows[c]])) for c in pinned if c not in seen]
+            extra = [rows[c] for c in pinned if c not in seen]
+            if extra:
+                scores = _dot(self._matrix(state)[extra], vector)
+                found += [(catalog.ids[i], float(x)) for i, x in zip(extra, scores, strict=True)]
             timings["dense"] = _ms(t0)
             return found
 
@@ -673,6 +677,55 @@ class Retriever:
         state = self._state()
         return state.catalog, state.rows, self._matrix(state)
 
+    def dense_rows(
+        self, vector: np.ndarray, depth: int, exact: bool = False
+    ) -> list[tuple[int, float]]:
+        """The `depth` chunk rows nearest the query vector, best first, with their cosine:
+        through the ANN index past RAG_ANN_MIN_ROWS unless `exact` (what recall@10 of the
+        ANN index is measured against, eval/scale.py)."""
+        state = self._state()
+        if exact:
+            return _best_rows(_dot(self._matrix(state), vector), depth, None)
+        return self._dense(state, vector, depth, None)
+
+    def _dense(
+        self, state: _Snapshot, vector: np.ndarray, depth: int, mask: np.ndarray | None
+    ) -> list[tuple[int, float]]:
+        """Nearest rows inside the mask: exact below RAG_ANN_MIN_ROWS rows (or when the
+        mask keeps fewer), else the ANN index's 2 x depth candidates rescored exactly."""
+        matrix = self._matrix(state)
+        ann = self._ann(state)
+        in_scope = len(matrix) if mask is None else int(mask.sum())
+        if ann is None or in_scope < self.settings.ann_min_rows:
+            if mask is not None and in_scope < len(matrix) // 4:
+                picked = np.flatnonzero(mask)  # a narrow scope: only its rows are read
+                best = _best_rows(_dot(matrix[picked], vector), depth, None)
+                return [(int(picked[i]), score) for i, score in best]
+            return _best_rows(_dot(matrix, vector), depth, mask)
+        candidates = np.sort(ann.search(vector, 2 * depth, mask))  # sorted: fewer page seeks
+        best = _best_rows(_dot(matrix[candidates], vector), depth, None)
+        return [(int(candidates[i]), score) for i, score in best]
+
+    def _ann(self, state: _Snapshot) -> AnnIndex | None:
+        """The ANN index past RAG_ANN_MIN_ROWS chunks (None below): read from the snapshot
+        saved for this version of the store, else built from the vectors and saved."""
+        if state.ann:
+            return state.ann[0]
+        with self._lock:
+            if not state.ann:
+                rows, stamp = len(state.catalog.ids), state.catalog.stamp
+                ann = None
+                if rows and rows >= self.settings.ann_min_rows:
+                    path = snapshots.stamped_path(self.settings, "ann", stamp, ".faiss")
+                    nprobe = self.settings.ann_nprobe
+                    ann = AnnIndex.load(path, rows, nprobe) if path and path.exists() else None
+                    if ann is None:
+                        ann = AnnIndex.build(self._matrix(state), nprobe)
+                        if path is not None and stamp and ann.save(path):
+                            snapshots.remove_other_stamps(self.settings, "ann", stamp)
+                state.ann.append(ann)
+        return state.ann[0]
+
     def _matrix(self, state: _Snapshot) -> np.ndarray:
         """Every stored vector, a row per chunk in catalog order: the dense search is one
         product with it (exact; 2,648 chunks: 1.5 ms through Chroma, ~0.1 ms here). Read
@@ -682,21 +735,28 @@ class Retriever:
         with self._lock:
             if not state.vectors:
                 catalog = state.catalog
-                saved = snapshots.read(self.settings, "vectors", catalog.stamp)
-                matrix = _matrix_from_state(saved, len(catalog.ids))
+                matrix = snapshots.read_array(
+                    self.settings, "vectors", catalog.stamp, len(catalog.ids)
+                )
                 if matrix is None:
                     found, read = self.store.vectors(catalog.ids)
-                    where = {cid: i for i, cid in enumerate(found)}
-                    if len(where) != len(catalog.ids):
-                        raise StoreError(f"the index at {self.store.location} changed while read")
-                    matrix = read[[where[cid] for cid in catalog.ids]]
+                    if found != catalog.ids:
+                        where = {cid: i for i, cid in enumerate(found)}
+                        if len(where) != len(catalog.ids):
+                            raise StoreError(
+                                f"the index at {self.store.location} changed while read"
+                            )
+                        read = read[[where[cid] for cid in catalog.ids]]
+                    matrix = read
                     if catalog.stamp and len(matrix):
-                        state_out = {
-                            "dtype": matrix.dtype.str,
-                            "shape": list(matrix.shape),
-                            "data": matrix.tobytes(),
-                        }
-                        snapshots.write(self.settings, "vectors", catalog.stamp, state_out)
+                        written = snapshots.write_array(
+                            self.settings, "vectors", catalog.stamp, matrix
+                        )
+                        if written:  # mapped: the process's copy goes, the OS caches pages
+                            matrix = snapshots.read_array(
+                                self.settings, "vectors", catalog.stamp, len(catalog.ids)
+                            )
+                            matrix = read if matrix is None else matrix
                 state.vectors.append(matrix)
         return state.vectors[0]
 
@@ -711,14 +771,16 @@ def _dot(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
     return np.einsum("ij,j->i", matrix, vector)
 
 
-def _matrix_from_state(saved: Any, rows: int) -> np.ndarray | None:
-    """The matrix a snapshot holds, if it has one row per chunk of the catalog."""
-    try:
-        shape = tuple(saved["shape"])
-        matrix = np.frombuffer(saved["data"], dtype=np.dtype(saved["dtype"])).reshape(shape)
-    except (TypeError, KeyError, ValueError):
-        return None
-    return matrix if shape[0] == rows else None
+def _best_rows(scores: np.ndarray, depth: int, mask: np.ndarray | None) -> list[tuple[int, float]]:
+    """The `depth` best-scoring rows inside the mask, best first, with their scores."""
+    if not len(scores):
+        return []
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    depth = min(depth, len(scores))
+    top = np.argpartition(-scores, depth - 1)[:depth]
+    top = top[np.lexsort((top, -scores[top]))]  # ties (a paper's equal chunks): by row
+    return [(int(i), float(scores[i])) for i in top if scores[i] > -np.inf]
 
 
 def _paper_id(chunk_id: str) -> str:
