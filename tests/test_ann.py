@@ -17,7 +17,7 @@ import pytest
 from rag.config import Settings
 from rag.retrieval import ann as ann_module
 from rag.retrieval.ann import AnnIndex, cells_for
-from rag.retrieval.retrieve import Filters, Retriever
+from rag.retrieval.retrieve import BM25Index, Filters, Retriever
 from rag.store import snapshot as snapshots
 from rag.store.index import Store
 from tests.fakes import HashEmbedder
@@ -143,3 +143,38 @@ def test_the_vectors_snapshot_is_a_mapped_npy_that_replaces_the_pickled_one(
     assert ranked(rebuilt) == expected
     assert snapshots.read_array(settings, "vectors", stamp, len(matrix)) is not None
     assert [p.name for p in snapshots.folder(settings).glob("vectors*")] == [path.name]
+
+
+def test_bm25_loads_its_arrays_mapped_and_refuses_missing_or_other_ones(
+    tmp_path: Path, hashed_index: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    embedder = HashEmbedder()
+    settings = copy_index(hashed_index, tmp_path / "index")
+    first = Retriever(Store(settings, embedder.name), embedder, settings)
+    expected = ranked(first)
+    stamp = first.catalog.stamp
+    names = sorted(p.name for p in snapshots.folder(settings).glob("bm25-*"))
+    assert names == sorted(f"bm25-{n}-{stamp}.npy" for n in ("data", "indices", "indptr"))
+    forbid_bm25_build(monkeypatch)
+    loaded = Retriever(Store(settings, embedder.name), embedder, settings)
+    assert ranked(loaded) == expected
+    state = loaded._state()
+    assert all(isinstance(a, np.memmap) for a in state.bm25.arrays().values())
+    saved = snapshots.read(settings, "retrieval", stamp)
+    assert "arrays" not in saved["bm25"]  # the arrays live in the .npy files alone
+    arrays = state.bm25.arrays()
+    with pytest.raises(ValueError):
+        BM25Index.from_state(saved["bm25"], state.bm25.size)  # no arrays at all
+    with pytest.raises(ValueError):
+        BM25Index.from_state(
+            saved["bm25"], state.bm25.size, {**arrays, "indptr": arrays["indptr"][:-1]}
+        )
+
+
+def forbid_bm25_build(monkeypatch: pytest.MonkeyPatch) -> None:
+    import bm25s
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("BM25 was rebuilt, not loaded")
+
+    monkeypatch.setattr(bm25s.BM25, "index", refuse)

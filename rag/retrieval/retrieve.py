@@ -139,8 +139,13 @@ class BM25Index:
     _PARAMS = ("k1", "b", "delta", "method", "idf_method", "dtype", "int_dtype", "backend")
     _ARRAYS = ("data", "indices", "indptr")
 
-    def to_state(self) -> dict[str, Any]:
-        """The index as builtins and bytes, for the snapshot (what bm25s's `save` writes)."""
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The sparse score matrix's arrays (saved as mapped .npy files beside the state)."""
+        return {name: self.model.scores[name] for name in self._ARRAYS} if self.size else {}
+
+    def to_state(self, arrays: bool = True) -> dict[str, Any]:
+        """The index as builtins and bytes, for the snapshot (what bm25s's `save` writes);
+        without the arrays when they are saved on their own (`arrays`)."""
         state: dict[str, Any] = {
             "bm25s": bm25s.__version__,
             "terms": TERMS_VERSION,
@@ -149,18 +154,23 @@ class BM25Index:
         if self.size:
             model = self.model
             state["params"] = {name: getattr(model, name) for name in self._PARAMS}
-            state["arrays"] = {
-                name: (model.scores[name].dtype.str, model.scores[name].tobytes())
-                for name in self._ARRAYS
-            }
+            state["lengths"] = {name: len(model.scores[name]) for name in self._ARRAYS}
+            if arrays:
+                state["arrays"] = {
+                    name: (model.scores[name].dtype.str, model.scores[name].tobytes())
+                    for name in self._ARRAYS
+                }
             state["num_docs"] = model.scores["num_docs"]
             state["vocab"] = dict(model.vocab_dict)
         return state
 
     @classmethod
-    def from_state(cls, state: dict[str, Any], size: int) -> BM25Index:
-        """Rebuild an index saved by `to_state` (as bm25s's `load` does); ValueError when
-        it was saved by another bm25s or for another number of chunks."""
+    def from_state(
+        cls, state: dict[str, Any], size: int, arrays: dict[str, np.ndarray] | None = None
+    ) -> BM25Index:
+        """Rebuild an index saved by `to_state` (as bm25s's `load` does), its arrays from
+        the state or given (mapped); ValueError when it was saved by another bm25s or for
+        another number of chunks, or its arrays are missing."""
         if (
             state["bm25s"] != bm25s.__version__
             or state.get("terms") != TERMS_VERSION
@@ -175,10 +185,18 @@ class BM25Index:
                 raise ValueError(f"BM25 method {model.method!r} is not saved")
             model.vocab_dict = state["vocab"]
             model.unique_token_ids_set = set(model.vocab_dict.values())
-            model.scores = {
-                name: np.frombuffer(raw, dtype=np.dtype(kind)).copy()
-                for name, (kind, raw) in state["arrays"].items()
-            }
+            if "arrays" in state:
+                model.scores = {
+                    name: np.frombuffer(raw, dtype=np.dtype(kind)).copy()
+                    for name, (kind, raw) in state["arrays"].items()
+                }
+            elif arrays is not None and set(arrays) == set(cls._ARRAYS):
+                model.scores = dict(arrays)
+            else:
+                raise ValueError("BM25 arrays missing")
+            lengths = state.get("lengths")
+            if lengths and any(len(model.scores[n]) != lengths[n] for n in cls._ARRAYS):
+                raise ValueError("BM25 arrays of another index")
             model.scores["num_docs"] = state["num_docs"]
             model.nonoccurrence_array = None  # as `index` leaves it for these methods
             index.model = model
@@ -367,8 +385,9 @@ class Retriever:
                     built: tuple[BM25Index, TermStats] | None = None
                     if isinstance(saved, dict):
                         try:
+                            arrays = self._bm25_arrays(catalog.stamp)
                             built = (
-                                BM25Index.from_state(saved["bm25"], catalog.n_chunks),
+                                BM25Index.from_state(saved["bm25"], catalog.n_chunks, arrays),
                                 TermStats.from_state(saved["terms"], len(catalog.papers)),
                             )
                         except (KeyError, TypeError, ValueError):  # not for this catalog
@@ -380,13 +399,29 @@ class Retriever:
                         ]
                         built = (BM25Index(catalog.texts), TermStats(texts))
                         if catalog.stamp:  # best effort: a read-only or full disk is fine
-                            state = {"bm25": built[0].to_state(), "terms": built[1].to_state()}
-                            snapshots.write(self.settings, "retrieval", catalog.stamp, state)
+                            self._save_retrieval(catalog.stamp, *built)
                     self._snapshot = _Snapshot(
                         catalog, *built, catalog.row_of(), vocabulary_of(catalog), {}, [], []
                     )
                 snapshot = self._snapshot
         return snapshot
+
+    def _bm25_arrays(self, stamp: str | None) -> dict[str, np.ndarray] | None:
+        """BM25's arrays saved for `stamp`, mapped; None when one is missing or damaged."""
+        arrays = {
+            name: snapshots.read_array(self.settings, f"bm25-{name}", stamp)
+            for name in BM25Index._ARRAYS
+        }
+        found = {name: a for name, a in arrays.items() if a is not None}
+        return found if len(found) == len(arrays) else None
+
+    def _save_retrieval(self, stamp: str, bm25: BM25Index, terms: TermStats) -> None:
+        """Save BM25's arrays as mapped .npy files, then the rest as retrieval.snap."""
+        for name, array in bm25.arrays().items():
+            if not snapshots.write_array(self.settings, f"bm25-{name}", stamp, array):
+                return
+        state = {"bm25": bm25.to_state(arrays=False), "terms": terms.to_state()}
+        snapshots.write(self.settings, "retrieval", stamp, state)
 
     def search(
         self,

@@ -19,14 +19,18 @@ writes):
   catalog.snap    the Catalog (rag/store/index.py)
   manifest.snap   the last ingest's inputs (files with size, mtime and sha256; chunking and
                   field settings) and what it read, for the re-ingest fast path (rag/ingest.py)
-  retrieval.snap  BM25 arrays and term document frequencies (rag/retrieval/retrieve.py)
+  retrieval.snap  BM25's parameters and vocabulary, term document frequencies
+                  (rag/retrieval/retrieve.py)
+  bm25-data-<stamp>.npy, bm25-indices-<stamp>.npy, bm25-indptr-<stamp>.npy  BM25's score
+                  matrix (sparse, a column per term), mapped as the vectors are
   vectors-<stamp>.npy  every stored vector, a row per catalog chunk: a plain .npy file that
                   a process maps (`np.load(mmap_mode="r")`) instead of reading, so a cold
                   start touches only the rows it scores (1.4M chunks: 2.1 GB on disk)
   ann-<stamp>.faiss  the ANN index past RAG_ANN_MIN_ROWS (rag/retrieval/ann.py)
 Files named by their stamp carry no header: the name is the key, and a write removes the
 same kind's files of other stamps. (Before 2026-12 the vectors were a pickled
-`vectors.snap`; an index that has one rebuilds the .npy once and removes it.)
+`vectors.snap`, and retrieval.snap held BM25's arrays: an index that has them rebuilds the
+.npy files once, and removes the old vectors.snap.)
 Each is a magic line, a JSON header line (format, kind, stamp, payload size and sha256),
 then the pickled payload; unpickling admits only the few classes a snapshot holds.
 """
@@ -214,9 +218,11 @@ def stamped_path(settings: Settings, kind: str, stamp: str | None, suffix: str) 
     return folder(settings) / f"{kind}-{stamp}{suffix}"
 
 
-def read_array(settings: Settings, kind: str, stamp: str | None, rows: int) -> np.ndarray | None:
+def read_array(
+    settings: Settings, kind: str, stamp: str | None, rows: int | None = None
+) -> np.ndarray | None:
     """The array saved under `kind` for `stamp`, memory-mapped read-only, if it has `rows`
-    rows (a missing, truncated or other file: None)."""
+    rows (when given; a missing, truncated or other file: None)."""
     path = stamped_path(settings, kind, stamp, ".npy")
     if path is None:
         return None
@@ -227,7 +233,7 @@ def read_array(settings: Settings, kind: str, stamp: str | None, rows: int) -> n
     except (OSError, ValueError) as exc:  # truncated (mmap longer than the file), not .npy
         _ignore(path, f"{type(exc).__name__}: {exc}")
         return None
-    if array.ndim != 2 or array.shape[0] != rows:
+    if rows is not None and (array.ndim == 0 or array.shape[0] != rows):
         _ignore(path, f"{array.shape[0] if array.ndim else 0} rows, not {rows}")
         return None
     return array
