@@ -8,16 +8,18 @@ damaged file; a retriever that searches through it ranks the seeds as the exact 
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from eval.scale import seed_papers
 from rag.config import Settings
 from rag.retrieval import ann as ann_module
 from rag.retrieval.ann import AnnIndex, cells_for
-from rag.retrieval.retrieve import BM25Index, Filters, Retriever
+from rag.retrieval.retrieve import BM25Index, Filters, Retriever, names_written
 from rag.store import snapshot as snapshots
 from rag.store.index import Store
 from tests.fakes import HashEmbedder
@@ -178,3 +180,66 @@ def forbid_bm25_build(monkeypatch: pytest.MonkeyPatch) -> None:
         raise AssertionError("BM25 was rebuilt, not loaded")
 
     monkeypatch.setattr(bm25s.BM25, "index", refuse)
+
+
+def old_written_as(abstracts: list[str], word: str) -> str | None:
+    """`Retriever._written_as` before 2026-12 (a regex over every abstract), stem test aside."""
+    from collections import Counter
+
+    from rag.retrieval.retrieve import WRITTEN_AS_NAME
+
+    pattern = re.compile(rf"(?<![\w-]){re.escape(word)}s?(?![\w-])", re.I)
+    uses = Counter(
+        m.group().removesuffix("s") if m.group()[:-1].casefold() == word else m.group()
+        for text in abstracts
+        for m in pattern.finditer(text)
+    )
+    if not uses:
+        return None
+    written, times = uses.most_common(1)[0]
+    return (
+        written if written != written.lower() and times >= WRITTEN_AS_NAME * uses.total() else None
+    )
+
+
+def test_the_names_table_reads_every_word_as_the_per_word_scan_did() -> None:
+    abstracts = [p.abstract for p in seed_papers()] + [
+        "CLIP, CLIPs and NeuCLIP; LLMS, LLMs and an LLM.",
+        "We clip gradients (CLIP-style) with Models, models and MODELS.",
+    ]
+    words = {w.lower() for text in abstracts for w in re.findall(r"[A-Za-z][A-Za-z0-9]+", text)}
+    table = names_written(abstracts)
+    assert {w: table.get(w) for w in words} == {w: old_written_as(abstracts, w) for w in words}
+    assert table["llm"] == "LLM" and table["nash"] == "Nash"
+
+
+def test_the_name_and_acronym_tables_load_with_bm25_instead_of_a_pass_over_the_abstracts(
+    tmp_path: Path, hashed_index: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    embedder = HashEmbedder()
+    settings = copy_index(hashed_index, tmp_path / "index")
+    first = Retriever(Store(settings, embedder.name), embedder, settings)
+    first.search("warm-up")
+    question = "which papers use clip or lora or the discrete cosine transform for llms"
+    expected = (
+        first.written_names(question),
+        first.acronym_spellings(),
+        first.aliases(("DCT", "LoRA")),
+        first.abbreviations(question),
+    )
+    import rag.retrieval.retrieve as retrieve
+
+    def refuse(*args: object) -> None:
+        raise AssertionError("a pass over every abstract")
+
+    monkeypatch.setattr(retrieve, "names_written", refuse)
+    monkeypatch.setattr(retrieve, "spelled_out", refuse)
+    loaded = Retriever(Store(settings, embedder.name), embedder, settings)
+    loaded.search("warm-up")
+    got = (
+        loaded.written_names(question),
+        loaded.acronym_spellings(),
+        loaded.aliases(("DCT", "LoRA")),
+        loaded.abbreviations(question),
+    )
+    assert got == expected and expected[1]

@@ -346,6 +346,7 @@ class Retriever:
         self._long_forms: dict[str, tuple[str, ...]] | None = None  # acronym -> spelled out
         self._written: dict[str, str] = {}  # acronym (casefolded) -> as the abstracts write it
         self._names_written: dict[str, str | None] = {}  # 'clip' -> 'CLIP' (None: a word)
+        self._names: dict[str, str] | None = None  # every word written as a name: 'clip' -> 'CLIP'
 
     def refresh(self, catalog: Catalog | None = None) -> None:
         """Forget the in-memory state (after an ingest); it is rebuilt on next use."""
@@ -355,6 +356,7 @@ class Retriever:
             self._spelling = None
             self._long_forms = None
             self._names_written = {}
+            self._names = None
 
     @property
     def catalog(self) -> Catalog:
@@ -392,6 +394,8 @@ class Retriever:
                             )
                         except (KeyError, TypeError, ValueError):  # not for this catalog
                             built = None
+                        if built is not None:
+                            self._adopt_tables(saved)
                     if built is None:
                         texts = [
                             f"{sp.paper.label} {sp.paper.abstract}"
@@ -416,12 +420,29 @@ class Retriever:
         return found if len(found) == len(arrays) else None
 
     def _save_retrieval(self, stamp: str, bm25: BM25Index, terms: TermStats) -> None:
-        """Save BM25's arrays as mapped .npy files, then the rest as retrieval.snap."""
+        """Save BM25's arrays as mapped .npy files, then the rest as retrieval.snap with
+        the tables every question reads that a pass over all abstracts makes (the names,
+        the acronyms: 1M papers, ~40 s and ~30 s, paid here once instead of by each new
+        process's first question)."""
         for name, array in bm25.arrays().items():
             if not snapshots.write_array(self.settings, f"bm25-{name}", stamp, array):
                 return
-        state = {"bm25": bm25.to_state(arrays=False), "terms": terms.to_state()}
+        state = {
+            "bm25": bm25.to_state(arrays=False),
+            "terms": terms.to_state(),
+            "names": self.names(),
+            "acronyms": [self._acronyms(), self._written],
+        }
         snapshots.write(self.settings, "retrieval", stamp, state)
+
+    def _adopt_tables(self, saved: dict[str, Any]) -> None:
+        """Take the names and acronym tables a retrieval snapshot holds (an older one holds
+        none: they are then made on first use)."""
+        names, acronyms = saved.get("names"), saved.get("acronyms")
+        if isinstance(names, dict):
+            self._names = names
+        if isinstance(acronyms, list) and len(acronyms) == 2:
+            self._long_forms, self._written = acronyms
 
     def search(
         self,
@@ -563,19 +584,26 @@ class Retriever:
         the store changes."""
         if word in self._names_written:
             return self._names_written[word]
-        pattern = re.compile(rf"(?<![\w-]){re.escape(word)}s?(?![\w-])", re.I)
-        uses = Counter(
-            m.group().removesuffix("s") if m.group()[:-1].casefold() == word else m.group()
-            for sp in self.catalog.papers.values()
-            for m in pattern.finditer(sp.paper.abstract)
-        )
-        name = None
-        if uses and self._stem_is_shared(word):
-            written, times = uses.most_common(1)[0]
-            if written != written.lower() and times >= WRITTEN_AS_NAME * uses.total():
-                name = written
+        name = self.names().get(word)
+        if name is not None and not self._stem_is_shared(word):
+            name = None
         self._names_written[word] = name
         return name
+
+    def names(self) -> dict[str, str]:
+        """Every lower-case word the stored abstracts write one non-lower-case way in at
+        least WRITTEN_AS_NAME of its uses: {'clip': 'CLIP'} (one pass over the abstracts,
+        1M papers: about a minute, so it is saved with BM25; `_written_as` once scanned
+        every abstract for each word a question held, ~18 s a word at 1M)."""
+        table = self._names
+        if table is None:
+            with self._lock:
+                if self._names is None:
+                    self._names = names_written(
+                        sp.paper.abstract for sp in self.catalog.papers.values()
+                    )
+                table = self._names
+        return table
 
     def _stem_is_shared(self, word: str) -> bool:
         """Tell whether other stored words share the word's stem ('clipping' with 'clip'):
@@ -804,6 +832,36 @@ def _dot(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
     if not len(matrix):
         return np.zeros(0, dtype=np.float32)
     return np.einsum("ij,j->i", matrix, vector)
+
+
+_RUN = re.compile(r"[\w-]+")  # a maximal run of word characters and hyphens
+_NAME_WORD = re.compile(r"[a-z][a-z0-9]+")  # the words `written_names` looks up
+
+
+def names_written(abstracts: Iterable[str]) -> dict[str, str]:
+    """Lower-case word -> its written form, where one form that is not lower case holds
+    at least WRITTEN_AS_NAME of the word's uses (a use: a whole run of word characters and
+    hyphens equal to the word or its plural, in any case; a plural counts as the word):
+    ['CLIP and CLIPs', 'the clip'] -> {} (2 uses of 3); ['CLIP, CLIPs, NeuCLIP'] ->
+    {'clip': 'CLIP'} (NeuCLIP is another word)."""
+    runs: Counter[str] = Counter()
+    for text in abstracts:
+        runs.update(_RUN.findall(text))
+    uses: dict[str, Counter[str]] = {}
+    for run, times in runs.items():
+        if not run.isascii():  # (the words looked up are ASCII)
+            continue
+        folded = run.lower()
+        if _NAME_WORD.fullmatch(folded):
+            uses.setdefault(folded, Counter())[run] += times
+        if len(run) > 2 and run[-1] in "sS" and _NAME_WORD.fullmatch(folded[:-1]):
+            uses.setdefault(folded[:-1], Counter())[run.removesuffix("s")] += times
+    names = {}
+    for word, forms in uses.items():
+        written, times = forms.most_common(1)[0]
+        if written != written.lower() and times >= WRITTEN_AS_NAME * forms.total():
+            names[word] = written
+    return names
 
 
 def _best_rows(scores: np.ndarray, depth: int, mask: np.ndarray | None) -> list[tuple[int, float]]:
