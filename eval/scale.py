@@ -387,13 +387,17 @@ def probe(job: dict[str, Any]) -> dict[str, Any]:
 
 def dense_recall(assistant: Any, questions: Sequence[str], k: int = RECALL_K) -> float:
     """Mean share of the exact search's k nearest chunks that the dense search (the ANN
-    index past RAG_ANN_MIN_ROWS) also returns in its k, over the questions."""
+    index past RAG_ANN_MIN_ROWS) also ranks in its first k, over the questions, at the
+    depth a search asks for (50 chunks at the default top_k, from 100 ANN candidates)."""
+    from rag.retrieval.retrieve import DEPTH_PER_K
+
     retriever = assistant.retriever
+    depth = max(50, assistant.settings.top_k * DEPTH_PER_K)  # as Retriever.search
     shares = []
     for question in questions:
         vector = assistant.embedder.embed_query(question)
         exact = {row for row, _ in retriever.dense_rows(vector, k, exact=True)}
-        found = {row for row, _ in retriever.dense_rows(vector, k)}
+        found = {row for row, _ in retriever.dense_rows(vector, depth)[:k]}
         shares.append(len(exact & found) / max(len(exact), 1))
     return round(sum(shares) / max(len(shares), 1), 4)
 
