@@ -100,7 +100,10 @@ ROW_KEYS = (
     "disk_gb",
     "cold_start_s",
     "snapshot_s",
+    "dense_search",
+    "ann_recall_at_10",
 )
+RECALL_K = 10  # recall@10 of the dense search against the exact one, per bench question
 GB = 1024**3
 
 Record = dict[str, Any]  # one JSONL line as the loader reads it
@@ -372,7 +375,31 @@ def probe(job: dict[str, Any]) -> dict[str, Any]:
         retrieval.append(assistant.ask(question, mode="extractive").timings_ms["retrieve"])
     ranked = [[h.paper.paper_id for h in assistant.search(q, top_k=5)] for q in job["scored"]]
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
-    return {"retrieval_ms": retrieval, "ranked": ranked, "rss_gb": round(peak_kb / 1024**2, 3)}
+    rows = len(assistant.retriever.catalog.ids)
+    return {
+        "retrieval_ms": retrieval,
+        "ranked": ranked,
+        "rss_gb": round(peak_kb / 1024**2, 3),  # before the exact searches below
+        "dense_search": "ann" if rows >= settings.ann_min_rows else "exact",
+        "recall": dense_recall(assistant, job["questions"]),
+    }
+
+
+def dense_recall(assistant: Any, questions: Sequence[str], k: int = RECALL_K) -> float:
+    """Mean share of the exact search's k nearest chunks that the dense search (the ANN
+    index past RAG_ANN_MIN_ROWS) also ranks in its first k, over the questions, at the
+    depth a search asks for (50 chunks at the default top_k, from 100 ANN candidates)."""
+    from rag.retrieval.retrieve import DEPTH_PER_K
+
+    retriever = assistant.retriever
+    depth = max(50, assistant.settings.top_k * DEPTH_PER_K)  # as Retriever.search
+    shares = []
+    for question in questions:
+        vector = assistant.embedder.embed_query(question)
+        exact = {row for row, _ in retriever.dense_rows(vector, k, exact=True)}
+        found = {row for row, _ in retriever.dense_rows(vector, depth)[:k]}
+        shares.append(len(exact & found) / max(len(exact), 1))
+    return round(sum(shares) / max(len(shares), 1), 4)
 
 
 def _embedder_from(spec: str | None) -> Embedder | None:
@@ -517,6 +544,8 @@ def run_scale(
             "disk_gb": round(disk_bytes(bench_settings.index_dir) / GB, 3),
             "cold_start_s": None if cold is None else round(cold, 2),
             "snapshot_s": round(snapshot_s, 2),
+            "dense_search": probed["dense_search"],
+            "ann_recall_at_10": probed["recall"] if probed["dense_search"] == "ann" else None,
         }
         rows.append(row)
         details.append({"papers": row["papers"], "chunks": summary.total_chunks})
@@ -576,7 +605,7 @@ def bench_scale(
 
 # -- output -----------------------------------------------------------------------------
 
-PLOTTED = [k for k in ROW_KEYS if k != "papers"]
+PLOTTED = [k for k in ROW_KEYS if k not in ("papers", "dense_search")]
 
 
 def plot(rows: list[dict[str, Any]], path: Path, cpu: str = "") -> Path:
@@ -586,9 +615,11 @@ def plot(rows: list[dict[str, Any]], path: Path, cpu: str = "") -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(3, 3, figsize=(13, 10))
+    fig, axes = plt.subplots(-(-len(PLOTTED) // 3), 3, figsize=(13, 13), squeeze=False)
     papers = [r["papers"] for r in rows]
-    for ax, key in zip(axes.flat, PLOTTED, strict=True):
+    for ax in axes.flat[len(PLOTTED) :]:
+        ax.set_visible(False)
+    for ax, key in zip(axes.flat, PLOTTED, strict=False):
         points = [(n, r[key]) for n, r in zip(papers, rows, strict=True) if r[key] is not None]
         if points:
             ax.plot(*zip(*points, strict=True), marker="o")

@@ -98,7 +98,10 @@ def test_the_embedder_answers_synthetic_texts_and_sends_the_rest_to_the_model() 
     assert np.allclose(got[-1], real.embed_query("No title here."))
 
 
-def test_run_scale_grows_one_index_with_a_fake_model(tmp_path: Path) -> None:
+def test_run_scale_grows_one_index_with_a_fake_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RAG_ANN_MIN_ROWS", "0")  # the probe searches through the ANN index
     job = ScaleJob(
         sizes=[100, 160],
         base=[Path(BUNDLED_CORPUS)],
@@ -111,6 +114,8 @@ def test_run_scale_grows_one_index_with_a_fake_model(tmp_path: Path) -> None:
     result = scale.bench_scale(job, make_settings(tmp_path / "unused"), tmp_path / "out", print)
     _check_contract(result, [100, 160])
     assert result["model_texts"] > 0  # the seeds went through the (fake) model
+    assert all(r["dense_search"] == "ann" for r in result["scale"])
+    assert all(0.9 <= r["ann_recall_at_10"] <= 1 for r in result["scale"])
     assert all(r["cold_start_s"] is None for r in result["scale"])
     assert (tmp_path / "out" / "scale.png").stat().st_size > 0
     assert json.loads((tmp_path / "out" / "scale.json").read_text())["scale"] == result["scale"]
@@ -126,6 +131,8 @@ def _check_contract(result: dict, sizes: list[int]) -> None:
         assert 0 < row["query_p50_ms"] <= row["query_p95_ms"]
         assert row["rss_gb"] > 0 and row["disk_gb"] > 0 and row["snapshot_s"] > 0
         assert row["ingest_step_s"] > 0
+        assert row["dense_search"] in ("exact", "ann")
+        assert (row["ann_recall_at_10"] is None) == (row["dense_search"] == "exact")
     assert rows[-1]["ingest_s"] >= rows[0]["ingest_s"]
     assert result["hit_questions"] > 0
     assert result["machine"]["cpu"]["cores"] >= 1

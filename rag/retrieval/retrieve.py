@@ -32,6 +32,7 @@ import Stemmer
 from rag.config import Settings
 from rag.embedding.embed import Embedder
 from rag.question.reading import Vocabulary, status_matches, venue_key
+from rag.retrieval.ann import AnnIndex
 from rag.store import snapshot as snapshots
 from rag.store.index import Catalog, Store, StoreError
 from rag.text import (
@@ -138,8 +139,13 @@ class BM25Index:
     _PARAMS = ("k1", "b", "delta", "method", "idf_method", "dtype", "int_dtype", "backend")
     _ARRAYS = ("data", "indices", "indptr")
 
-    def to_state(self) -> dict[str, Any]:
-        """The index as builtins and bytes, for the snapshot (what bm25s's `save` writes)."""
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The sparse score matrix's arrays (saved as mapped .npy files beside the state)."""
+        return {name: self.model.scores[name] for name in self._ARRAYS} if self.size else {}
+
+    def to_state(self, arrays: bool = True) -> dict[str, Any]:
+        """The index as builtins and bytes, for the snapshot (what bm25s's `save` writes);
+        without the arrays when they are saved on their own (`arrays`)."""
         state: dict[str, Any] = {
             "bm25s": bm25s.__version__,
             "terms": TERMS_VERSION,
@@ -148,18 +154,23 @@ class BM25Index:
         if self.size:
             model = self.model
             state["params"] = {name: getattr(model, name) for name in self._PARAMS}
-            state["arrays"] = {
-                name: (model.scores[name].dtype.str, model.scores[name].tobytes())
-                for name in self._ARRAYS
-            }
+            state["lengths"] = {name: len(model.scores[name]) for name in self._ARRAYS}
+            if arrays:
+                state["arrays"] = {
+                    name: (model.scores[name].dtype.str, model.scores[name].tobytes())
+                    for name in self._ARRAYS
+                }
             state["num_docs"] = model.scores["num_docs"]
             state["vocab"] = dict(model.vocab_dict)
         return state
 
     @classmethod
-    def from_state(cls, state: dict[str, Any], size: int) -> BM25Index:
-        """Rebuild an index saved by `to_state` (as bm25s's `load` does); ValueError when
-        it was saved by another bm25s or for another number of chunks."""
+    def from_state(
+        cls, state: dict[str, Any], size: int, arrays: dict[str, np.ndarray] | None = None
+    ) -> BM25Index:
+        """Rebuild an index saved by `to_state` (as bm25s's `load` does), its arrays from
+        the state or given (mapped); ValueError when it was saved by another bm25s or for
+        another number of chunks, or its arrays are missing."""
         if (
             state["bm25s"] != bm25s.__version__
             or state.get("terms") != TERMS_VERSION
@@ -174,10 +185,18 @@ class BM25Index:
                 raise ValueError(f"BM25 method {model.method!r} is not saved")
             model.vocab_dict = state["vocab"]
             model.unique_token_ids_set = set(model.vocab_dict.values())
-            model.scores = {
-                name: np.frombuffer(raw, dtype=np.dtype(kind)).copy()
-                for name, (kind, raw) in state["arrays"].items()
-            }
+            if "arrays" in state:
+                model.scores = {
+                    name: np.frombuffer(raw, dtype=np.dtype(kind)).copy()
+                    for name, (kind, raw) in state["arrays"].items()
+                }
+            elif arrays is not None and set(arrays) == set(cls._ARRAYS):
+                model.scores = dict(arrays)
+            else:
+                raise ValueError("BM25 arrays missing")
+            lengths = state.get("lengths")
+            if lengths and any(len(model.scores[n]) != lengths[n] for n in cls._ARRAYS):
+                raise ValueError("BM25 arrays of another index")
             model.scores["num_docs"] = state["num_docs"]
             model.nonoccurrence_array = None  # as `index` leaves it for these methods
             index.model = model
@@ -226,6 +245,7 @@ class _Snapshot:
     vocabulary: Vocabulary
     masks: dict[Filters, np.ndarray]  # chunk rows in scope, per filters seen (bounded)
     vectors: list[np.ndarray]  # [every stored vector, in catalog order] once loaded
+    ann: list[AnnIndex | None]  # [the ANN index, or None below RAG_ANN_MIN_ROWS] once opened
 
     def mask(self, scope: Scope) -> np.ndarray:
         """The chunk rows inside the scope: computed once per filters, not per query."""
@@ -326,6 +346,7 @@ class Retriever:
         self._long_forms: dict[str, tuple[str, ...]] | None = None  # acronym -> spelled out
         self._written: dict[str, str] = {}  # acronym (casefolded) -> as the abstracts write it
         self._names_written: dict[str, str | None] = {}  # 'clip' -> 'CLIP' (None: a word)
+        self._names: dict[str, str] | None = None  # every word written as a name: 'clip' -> 'CLIP'
 
     def refresh(self, catalog: Catalog | None = None) -> None:
         """Forget the in-memory state (after an ingest); it is rebuilt on next use."""
@@ -335,6 +356,7 @@ class Retriever:
             self._spelling = None
             self._long_forms = None
             self._names_written = {}
+            self._names = None
 
     @property
     def catalog(self) -> Catalog:
@@ -365,12 +387,15 @@ class Retriever:
                     built: tuple[BM25Index, TermStats] | None = None
                     if isinstance(saved, dict):
                         try:
+                            arrays = self._bm25_arrays(catalog.stamp)
                             built = (
-                                BM25Index.from_state(saved["bm25"], catalog.n_chunks),
+                                BM25Index.from_state(saved["bm25"], catalog.n_chunks, arrays),
                                 TermStats.from_state(saved["terms"], len(catalog.papers)),
                             )
                         except (KeyError, TypeError, ValueError):  # not for this catalog
                             built = None
+                        if built is not None:
+                            self._adopt_tables(saved)
                     if built is None:
                         texts = [
                             f"{sp.paper.label} {sp.paper.abstract}"
@@ -378,13 +403,46 @@ class Retriever:
                         ]
                         built = (BM25Index(catalog.texts), TermStats(texts))
                         if catalog.stamp:  # best effort: a read-only or full disk is fine
-                            state = {"bm25": built[0].to_state(), "terms": built[1].to_state()}
-                            snapshots.write(self.settings, "retrieval", catalog.stamp, state)
+                            self._save_retrieval(catalog.stamp, *built)
                     self._snapshot = _Snapshot(
-                        catalog, *built, catalog.row_of(), vocabulary_of(catalog), {}, []
+                        catalog, *built, catalog.row_of(), vocabulary_of(catalog), {}, [], []
                     )
                 snapshot = self._snapshot
         return snapshot
+
+    def _bm25_arrays(self, stamp: str | None) -> dict[str, np.ndarray] | None:
+        """BM25's arrays saved for `stamp`, mapped; None when one is missing or damaged."""
+        arrays = {
+            name: snapshots.read_array(self.settings, f"bm25-{name}", stamp)
+            for name in BM25Index._ARRAYS
+        }
+        found = {name: a for name, a in arrays.items() if a is not None}
+        return found if len(found) == len(arrays) else None
+
+    def _save_retrieval(self, stamp: str, bm25: BM25Index, terms: TermStats) -> None:
+        """Save BM25's arrays as mapped .npy files, then the rest as retrieval.snap with
+        the tables every question reads that a pass over all abstracts makes (the names,
+        the acronyms: 1M papers, ~40 s and ~30 s, paid here once instead of by each new
+        process's first question)."""
+        for name, array in bm25.arrays().items():
+            if not snapshots.write_array(self.settings, f"bm25-{name}", stamp, array):
+                return
+        state = {
+            "bm25": bm25.to_state(arrays=False),
+            "terms": terms.to_state(),
+            "names": self.names(),
+            "acronyms": [self._acronyms(), self._written],
+        }
+        snapshots.write(self.settings, "retrieval", stamp, state)
+
+    def _adopt_tables(self, saved: dict[str, Any]) -> None:
+        """Take the names and acronym tables a retrieval snapshot holds (an older one holds
+        none: they are then made on first use)."""
+        names, acronyms = saved.get("names"), saved.get("acronyms")
+        if isinstance(names, dict):
+            self._names = names
+        if isinstance(acronyms, list) and len(acronyms) == 2:
+            self._long_forms, self._written = acronyms
 
     def search(
         self,
@@ -427,11 +485,13 @@ class Retriever:
             vector = self.embedder.embed_query(query)
             timings["embed_query"] = _ms(t0)
             t0 = time.perf_counter()
-            matrix = self._matrix(state)
-            scores = _dot(matrix, vector)
-            found = _top(scores, catalog, depth, mask, keep_zero=True)
+            nearest = self._dense(state, vector, depth, mask)
+            found = [(catalog.ids[i], score) for i, score in nearest]
             seen = {c for c, _ in found}
-            found += [(c, float(scores[rows[c]])) for c in pinned if c not in seen]
+            extra = [rows[c] for c in pinned if c not in seen]
+            if extra:
+                scores = _dot(self._matrix(state)[extra], vector)
+                found += [(catalog.ids[i], float(x)) for i, x in zip(extra, scores, strict=True)]
             timings["dense"] = _ms(t0)
             return found
 
@@ -524,19 +584,26 @@ class Retriever:
         the store changes."""
         if word in self._names_written:
             return self._names_written[word]
-        pattern = re.compile(rf"(?<![\w-]){re.escape(word)}s?(?![\w-])", re.I)
-        uses = Counter(
-            m.group().removesuffix("s") if m.group()[:-1].casefold() == word else m.group()
-            for sp in self.catalog.papers.values()
-            for m in pattern.finditer(sp.paper.abstract)
-        )
-        name = None
-        if uses and self._stem_is_shared(word):
-            written, times = uses.most_common(1)[0]
-            if written != written.lower() and times >= WRITTEN_AS_NAME * uses.total():
-                name = written
+        name = self.names().get(word)
+        if name is not None and not self._stem_is_shared(word):
+            name = None
         self._names_written[word] = name
         return name
+
+    def names(self) -> dict[str, str]:
+        """Every lower-case word the stored abstracts write one non-lower-case way in at
+        least WRITTEN_AS_NAME of its uses: {'clip': 'CLIP'} (one pass over the abstracts,
+        1M papers: about a minute, so it is saved with BM25; `_written_as` once scanned
+        every abstract for each word a question held, ~18 s a word at 1M)."""
+        table = self._names
+        if table is None:
+            with self._lock:
+                if self._names is None:
+                    self._names = names_written(
+                        sp.paper.abstract for sp in self.catalog.papers.values()
+                    )
+                table = self._names
+        return table
 
     def _stem_is_shared(self, word: str) -> bool:
         """Tell whether other stored words share the word's stem ('clipping' with 'clip'):
@@ -673,6 +740,55 @@ class Retriever:
         state = self._state()
         return state.catalog, state.rows, self._matrix(state)
 
+    def dense_rows(
+        self, vector: np.ndarray, depth: int, exact: bool = False
+    ) -> list[tuple[int, float]]:
+        """The `depth` chunk rows nearest the query vector, best first, with their cosine:
+        through the ANN index past RAG_ANN_MIN_ROWS unless `exact` (what recall@10 of the
+        ANN index is measured against, eval/scale.py)."""
+        state = self._state()
+        if exact:
+            return _best_rows(_dot(self._matrix(state), vector), depth, None)
+        return self._dense(state, vector, depth, None)
+
+    def _dense(
+        self, state: _Snapshot, vector: np.ndarray, depth: int, mask: np.ndarray | None
+    ) -> list[tuple[int, float]]:
+        """Nearest rows inside the mask: exact below RAG_ANN_MIN_ROWS rows (or when the
+        mask keeps fewer), else the ANN index's 2 x depth candidates rescored exactly."""
+        matrix = self._matrix(state)
+        ann = self._ann(state)
+        in_scope = len(matrix) if mask is None else int(mask.sum())
+        if ann is None or in_scope < self.settings.ann_min_rows:
+            if mask is not None and in_scope < len(matrix) // 4:
+                picked = np.flatnonzero(mask)  # a narrow scope: only its rows are read
+                best = _best_rows(_dot(matrix[picked], vector), depth, None)
+                return [(int(picked[i]), score) for i, score in best]
+            return _best_rows(_dot(matrix, vector), depth, mask)
+        candidates = np.sort(ann.search(vector, 2 * depth, mask))  # sorted: fewer page seeks
+        best = _best_rows(_dot(matrix[candidates], vector), depth, None)
+        return [(int(candidates[i]), score) for i, score in best]
+
+    def _ann(self, state: _Snapshot) -> AnnIndex | None:
+        """The ANN index past RAG_ANN_MIN_ROWS chunks (None below): read from the snapshot
+        saved for this version of the store, else built from the vectors and saved."""
+        if state.ann:
+            return state.ann[0]
+        with self._lock:
+            if not state.ann:
+                rows, stamp = len(state.catalog.ids), state.catalog.stamp
+                ann = None
+                if rows and rows >= self.settings.ann_min_rows:
+                    path = snapshots.stamped_path(self.settings, "ann", stamp, ".faiss")
+                    nprobe = self.settings.ann_nprobe
+                    ann = AnnIndex.load(path, rows, nprobe) if path and path.exists() else None
+                    if ann is None:
+                        ann = AnnIndex.build(self._matrix(state), nprobe)
+                        if path is not None and stamp and ann.save(path):
+                            snapshots.remove_other_stamps(self.settings, "ann", stamp)
+                state.ann.append(ann)
+        return state.ann[0]
+
     def _matrix(self, state: _Snapshot) -> np.ndarray:
         """Every stored vector, a row per chunk in catalog order: the dense search is one
         product with it (exact; 2,648 chunks: 1.5 ms through Chroma, ~0.1 ms here). Read
@@ -682,21 +798,28 @@ class Retriever:
         with self._lock:
             if not state.vectors:
                 catalog = state.catalog
-                saved = snapshots.read(self.settings, "vectors", catalog.stamp)
-                matrix = _matrix_from_state(saved, len(catalog.ids))
+                matrix = snapshots.read_array(
+                    self.settings, "vectors", catalog.stamp, len(catalog.ids)
+                )
                 if matrix is None:
                     found, read = self.store.vectors(catalog.ids)
-                    where = {cid: i for i, cid in enumerate(found)}
-                    if len(where) != len(catalog.ids):
-                        raise StoreError(f"the index at {self.store.location} changed while read")
-                    matrix = read[[where[cid] for cid in catalog.ids]]
+                    if found != catalog.ids:
+                        where = {cid: i for i, cid in enumerate(found)}
+                        if len(where) != len(catalog.ids):
+                            raise StoreError(
+                                f"the index at {self.store.location} changed while read"
+                            )
+                        read = read[[where[cid] for cid in catalog.ids]]
+                    matrix = read
                     if catalog.stamp and len(matrix):
-                        state_out = {
-                            "dtype": matrix.dtype.str,
-                            "shape": list(matrix.shape),
-                            "data": matrix.tobytes(),
-                        }
-                        snapshots.write(self.settings, "vectors", catalog.stamp, state_out)
+                        written = snapshots.write_array(
+                            self.settings, "vectors", catalog.stamp, matrix
+                        )
+                        if written:  # mapped: the process's copy goes, the OS caches pages
+                            matrix = snapshots.read_array(
+                                self.settings, "vectors", catalog.stamp, len(catalog.ids)
+                            )
+                            matrix = read if matrix is None else matrix
                 state.vectors.append(matrix)
         return state.vectors[0]
 
@@ -711,14 +834,46 @@ def _dot(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
     return np.einsum("ij,j->i", matrix, vector)
 
 
-def _matrix_from_state(saved: Any, rows: int) -> np.ndarray | None:
-    """The matrix a snapshot holds, if it has one row per chunk of the catalog."""
-    try:
-        shape = tuple(saved["shape"])
-        matrix = np.frombuffer(saved["data"], dtype=np.dtype(saved["dtype"])).reshape(shape)
-    except (TypeError, KeyError, ValueError):
-        return None
-    return matrix if shape[0] == rows else None
+_RUN = re.compile(r"[\w-]+")  # a maximal run of word characters and hyphens
+_NAME_WORD = re.compile(r"[a-z][a-z0-9]+")  # the words `written_names` looks up
+
+
+def names_written(abstracts: Iterable[str]) -> dict[str, str]:
+    """Lower-case word -> its written form, where one form that is not lower case holds
+    at least WRITTEN_AS_NAME of the word's uses (a use: a whole run of word characters and
+    hyphens equal to the word or its plural, in any case; a plural counts as the word):
+    ['CLIP and CLIPs', 'the clip'] -> {} (2 uses of 3); ['CLIP, CLIPs, NeuCLIP'] ->
+    {'clip': 'CLIP'} (NeuCLIP is another word)."""
+    runs: Counter[str] = Counter()
+    for text in abstracts:
+        runs.update(_RUN.findall(text))
+    uses: dict[str, Counter[str]] = {}
+    for run, times in runs.items():
+        if not run.isascii():  # (the words looked up are ASCII)
+            continue
+        folded = run.lower()
+        if _NAME_WORD.fullmatch(folded):
+            uses.setdefault(folded, Counter())[run] += times
+        if len(run) > 2 and run[-1] in "sS" and _NAME_WORD.fullmatch(folded[:-1]):
+            uses.setdefault(folded[:-1], Counter())[run.removesuffix("s")] += times
+    names = {}
+    for word, forms in uses.items():
+        written, times = forms.most_common(1)[0]
+        if written != written.lower() and times >= WRITTEN_AS_NAME * forms.total():
+            names[word] = written
+    return names
+
+
+def _best_rows(scores: np.ndarray, depth: int, mask: np.ndarray | None) -> list[tuple[int, float]]:
+    """The `depth` best-scoring rows inside the mask, best first, with their scores."""
+    if not len(scores):
+        return []
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    depth = min(depth, len(scores))
+    top = np.argpartition(-scores, depth - 1)[:depth]
+    top = top[np.lexsort((top, -scores[top]))]  # ties (a paper's equal chunks): by row
+    return [(int(i), float(scores[i])) for i in top if scores[i] > -np.inf]
 
 
 def _paper_id(chunk_id: str) -> str:
