@@ -128,5 +128,12 @@ def fit(rows: Sequence[Labelled], source: str) -> tuple[intents.Model, dict[str,
 
 
 def write(model: intents.Model, path: Path) -> None:
-    """Write the model as rag/question/intent.py reads it."""
-    path.write_text(json.dumps(model.to_json(), indent=1, ensure_ascii=False) + "\n", "utf-8")
+    """Write the model as rag/question/intent.py reads it, a feature's weights a line."""
+    data = model.to_json()
+    head = {k: v for k, v in data.items() if k != "weights"}
+    lines = [json.dumps(head, indent=1, ensure_ascii=False)[:-2] + ',\n "weights": {']
+    rows = [
+        f"  {json.dumps(k, ensure_ascii=False)}: {json.dumps(v)}"
+        for k, v in data["weights"].items()
+    ]
+    path.write_text("\n".join(lines) + "\n" + ",\n".join(rows) + "\n }\n}\n", "utf-8")
