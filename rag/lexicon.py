@@ -174,6 +174,10 @@ COLUMN_WORDS = {
         "data dataset datasets benchmark benchmarks experiment experiments evaluation evaluations"
     ),
 }
+# What a paper is called in a question ('how many works ...').
+PAPER_NOUNS = _words(
+    "paper papers work works submission submissions article articles study studies"
+)
 # Plural nouns that ask for several papers ('which methods ...', 'dpo variants').
 PLURAL_NOUNS = _words("papers works studies methods approaches articles submissions variants")
 # A count per group ('per year', 'by venue', 'each primary area'): the group nouns -> field.

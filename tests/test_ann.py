@@ -91,6 +91,12 @@ def ranked(retriever: Retriever) -> list[object]:
     ]
 
 
+def open_retriever(settings: Settings) -> Retriever:
+    """A retriever over an index of hash-embedded seeds, as a fresh process opens it."""
+    embedder = HashEmbedder()
+    return Retriever(Store(settings, embedder.name), embedder, settings)
+
+
 def copy_index(hashed_index: Path, to: Path, **overrides: object) -> Settings:
     shutil.copytree(hashed_index, to)
     settings = make_settings(to, **overrides)
@@ -103,9 +109,9 @@ def test_a_retriever_through_the_ann_index_ranks_as_the_exact_one(
 ) -> None:
     embedder = HashEmbedder()
     exact_settings = copy_index(hashed_index, tmp_path / "exact")
-    exact = Retriever(Store(exact_settings, embedder.name), embedder, exact_settings)
+    exact = open_retriever(exact_settings)
     settings = copy_index(hashed_index, tmp_path / "ann", ann_min_rows=0)
-    through_ann = Retriever(Store(settings, embedder.name), embedder, settings)
+    through_ann = open_retriever(settings)
     assert ranked(through_ann) == ranked(exact)
     stamp = through_ann.catalog.stamp
     saved = snapshots.stamped_path(settings, "ann", stamp, ".faiss")
@@ -116,7 +122,7 @@ def test_a_retriever_through_the_ann_index_ranks_as_the_exact_one(
         raise AssertionError("the saved ANN index was not used")
 
     monkeypatch.setattr(ann_module.AnnIndex, "build", classmethod(refuse))
-    again = Retriever(Store(settings, embedder.name), embedder, settings)
+    again = open_retriever(settings)
     assert ranked(again) == ranked(exact)
     vector = embedder.embed_query("speculative decoding")
     assert again.dense_rows(vector, 10) == again.dense_rows(vector, 10, exact=True)
@@ -125,9 +131,8 @@ def test_a_retriever_through_the_ann_index_ranks_as_the_exact_one(
 def test_the_vectors_snapshot_is_a_mapped_npy_that_replaces_the_pickled_one(
     tmp_path: Path, hashed_index: Path
 ) -> None:
-    embedder = HashEmbedder()
     settings = copy_index(hashed_index, tmp_path / "index")
-    first = Retriever(Store(settings, embedder.name), embedder, settings)
+    first = open_retriever(settings)
     expected = ranked(first)
     stamp = first.catalog.stamp
     path = snapshots.stamped_path(settings, "vectors", stamp, ".npy")
@@ -135,13 +140,13 @@ def test_the_vectors_snapshot_is_a_mapped_npy_that_replaces_the_pickled_one(
     older = snapshots.folder(settings) / "vectors.snap"  # what rag wrote before 2026-12
     older.write_bytes(b"RAG-SNAPSHOT\n{}\n")
     (snapshots.folder(settings) / "vectors-oldstamp.npy").write_bytes(b"x")
-    loaded = Retriever(Store(settings, embedder.name), embedder, settings)
+    loaded = open_retriever(settings)
     _, _, matrix = loaded.stored_vectors()
     assert isinstance(matrix, np.memmap) and not matrix.flags.writeable
     assert ranked(loaded) == expected
     path.write_bytes(path.read_bytes()[:-64])  # truncated: ignored, rebuilt, replaced
     assert snapshots.read_array(settings, "vectors", stamp, len(matrix)) is None
-    rebuilt = Retriever(Store(settings, embedder.name), embedder, settings)
+    rebuilt = open_retriever(settings)
     assert ranked(rebuilt) == expected
     assert snapshots.read_array(settings, "vectors", stamp, len(matrix)) is not None
     assert [p.name for p in snapshots.folder(settings).glob("vectors*")] == [path.name]
@@ -150,15 +155,14 @@ def test_the_vectors_snapshot_is_a_mapped_npy_that_replaces_the_pickled_one(
 def test_bm25_loads_its_arrays_mapped_and_refuses_missing_or_other_ones(
     tmp_path: Path, hashed_index: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    embedder = HashEmbedder()
     settings = copy_index(hashed_index, tmp_path / "index")
-    first = Retriever(Store(settings, embedder.name), embedder, settings)
+    first = open_retriever(settings)
     expected = ranked(first)
     stamp = first.catalog.stamp
     names = sorted(p.name for p in snapshots.folder(settings).glob("bm25-*"))
     assert names == sorted(f"bm25-{n}-{stamp}.npy" for n in ("data", "indices", "indptr"))
     forbid_bm25_build(monkeypatch)
-    loaded = Retriever(Store(settings, embedder.name), embedder, settings)
+    loaded = open_retriever(settings)
     assert ranked(loaded) == expected
     state = loaded._state()
     assert all(isinstance(a, np.memmap) for a in state.bm25.arrays().values())
@@ -216,9 +220,8 @@ def test_the_names_table_reads_every_word_as_the_per_word_scan_did() -> None:
 def test_the_name_and_acronym_tables_load_with_bm25_instead_of_a_pass_over_the_abstracts(
     tmp_path: Path, hashed_index: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    embedder = HashEmbedder()
     settings = copy_index(hashed_index, tmp_path / "index")
-    first = Retriever(Store(settings, embedder.name), embedder, settings)
+    first = open_retriever(settings)
     first.search("warm-up")
     question = "which papers use clip or lora or the discrete cosine transform for llms"
     expected = (
@@ -234,7 +237,7 @@ def test_the_name_and_acronym_tables_load_with_bm25_instead_of_a_pass_over_the_a
 
     monkeypatch.setattr(retrieve, "names_written", refuse)
     monkeypatch.setattr(retrieve, "spelled_out", refuse)
-    loaded = Retriever(Store(settings, embedder.name), embedder, settings)
+    loaded = open_retriever(settings)
     loaded.search("warm-up")
     got = (
         loaded.written_names(question),

@@ -81,7 +81,7 @@ def count_answer(
 def count_of_previous(query: Query, previous: Answer) -> Answer | None:
     """'how many of them?' after an answer: the papers that answer cites, counted and
     listed with the same citations; None when it cites none."""
-    cited = [replace(s) for s in previous.sources if s.cited]
+    cited = [s for s in previous.sources if s.cited]
     if not cited:
         return None
     n = len(cited)

@@ -30,13 +30,10 @@ from pathlib import Path
 from typing import Any
 
 from rag.config import DATA_DIR, load_fitted
-from rag.lexicon import FIGURE_NOUNS
+from rag.lexicon import FIGURE_NOUNS, PAPER_NOUNS
 
 INTENTS = ("lookup", "definition", "figure", "papers", "comparison", "yes_no", "count")
 _TOKEN = re.compile(r"[A-Za-z0-9$^\\][\w$^\\{}.\-]*|\?")
-_PAPER_NOUNS = frozenset(
-    "paper papers work works submission submissions article articles study studies".split()
-)
 DEFAULT_MODEL = DATA_DIR / "intent.json"
 
 
@@ -53,7 +50,7 @@ def features(text: str) -> list[str]:
     if FIGURE_NOUNS.intersection(words):
         found.append("measure")  # 'speedup', 'regret', 'faster': what a figure measures
     for i, (a, b) in enumerate(itertools.pairwise(words)):
-        if (a, b) == ("how", "many") and _PAPER_NOUNS & set(words[i + 2 : i + 6]):
+        if (a, b) == ("how", "many") and PAPER_NOUNS & set(words[i + 2 : i + 6]):
             found.append("many+paper")  # 'how many [ICLR 2026] papers', not 'how many GPUs'
     return found
 

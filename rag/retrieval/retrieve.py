@@ -931,15 +931,10 @@ def _top(
     keep_zero: bool = False,
 ) -> list[tuple[str, float]]:
     """The `depth` best-scoring chunks inside the mask, best first (BM25: score > 0)."""
-    if not len(scores):
-        return []
-    if mask is not None:
-        scores = np.where(mask, scores, -np.inf)
-    depth = min(depth, len(scores))
-    top = np.argpartition(-scores, depth - 1)[:depth]
-    top = top[np.argsort(-scores[top], kind="stable")]
     floor = -np.inf if keep_zero else 0.0
-    return [(catalog.ids[i], float(scores[i])) for i in top if scores[i] > floor]
+    return [
+        (catalog.ids[i], score) for i, score in _best_rows(scores, depth, mask) if score > floor
+    ]
 
 
 @lru_cache(maxsize=1)
