@@ -148,7 +148,7 @@ def even_sample(items: Sequence[str], k: int) -> list[str]:
     return [items[i * n // k] for i in range(k)]
 
 
-def _embedded_texts(ids: list[str], texts: list[str], per_paper: bool) -> list[str]:
+def _embedded_texts(ids: Sequence[str], texts: Sequence[str], per_paper: bool) -> list[str]:
     """The texts ingest put through the model: every chunk's, or each paper's first."""
     return [t for cid, t in zip(ids, texts, strict=True) if not per_paper or cid.endswith("#0")]
 

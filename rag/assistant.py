@@ -42,7 +42,7 @@ from rag.question.reading import (
 )
 from rag.question.translate import Translation, translate
 from rag.retrieval.related import Related, related
-from rag.retrieval.retrieve import Retriever, Scope, vocabulary_of
+from rag.retrieval.retrieve import Retriever, Scope, papers_in, vocabulary_of
 from rag.store.index import Store, adopt_layout, recorded_family
 from rag.text import content_words, overlap
 from rag.types import Answer, Filters, Hit, IngestSummary, Notice, Paper, Source
@@ -393,7 +393,7 @@ class Assistant:
         """Every stored paper by id."""
         return {pid: sp.paper for pid, sp in self.retriever.catalog.papers.items()}
 
-    def embedded_texts(self) -> tuple[list[str], list[str]]:
+    def embedded_texts(self) -> tuple[Sequence[str], Sequence[str]]:
         """The chunk ids and the texts embedded for them (title + chunk), in index order."""
         catalog = self.retriever.catalog
         return catalog.ids, catalog.texts
@@ -428,10 +428,11 @@ class Assistant:
         if known is not None and (known.mapped or not with_map):
             return known
         scope = Scope.of(filters, vocabulary_of(catalog))
+        inside = papers_in(catalog, scope)
         papers = {
-            pid: sp.paper
-            for pid, sp in catalog.papers.items()
-            if not scope.empty and scope.match(sp.paper)
+            pid: catalog.papers[pid].paper
+            for pid, keep in zip(catalog.paper_ids, inside.tolist(), strict=True)
+            if keep
         }
         found = topics_of(
             self.store, catalog.stamp, papers, self.settings, filters.to_dict(), k, with_map
@@ -453,16 +454,16 @@ class Assistant:
     def stats(self) -> dict[str, Any]:
         """Index statistics for the UI and `rag stats`."""
         catalog = self.retriever.catalog
-        papers = [sp.paper for sp in catalog.papers.values()]
+        held = vocabulary_of(catalog)
         return {
-            "papers": len(papers),
+            "papers": len(catalog.papers),
             "chunks": catalog.n_chunks,
             "embedding_model": self.embedder.name,
             "location": self.store.location,
-            "venues": sorted({p.venue for p in papers if p.venue}),
-            "years": sorted({p.year for p in papers if p.year}),
-            "statuses": sorted({p.status for p in papers if p.status}),
-            "areas": sorted({p.area for p in papers if p.area}),
+            "venues": sorted(held.venues),
+            "years": sorted(held.years),
+            "statuses": sorted(held.statuses),
+            "areas": sorted(held.areas),
         }
 
     def answerability(self) -> dict[str, Any]:

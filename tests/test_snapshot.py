@@ -67,7 +67,17 @@ def without_seconds(summary: Any) -> dict[str, Any]:
 
 
 def snap_file(settings: Settings, kind: str) -> Path:
+    if kind == "catalog":  # mapped columns, one file per stamp
+        [path] = snapshots.folder(settings).glob("catalog-*.cols")
+        return path
     return snapshots.folder(settings) / f"{kind}.snap"
+
+
+def saved(settings: Settings, kind: str, stamp: str | None) -> Any | None:
+    """What a process would read for `kind` under `stamp` (None: nothing it trusts)."""
+    if kind == "catalog":
+        return snapshots.read_catalog(settings, stamp)
+    return snapshots.read(settings, kind, stamp)
 
 
 @pytest.fixture
@@ -208,9 +218,9 @@ def test_a_stamp_another_writer_set_makes_the_snapshot_stale(
     [hit, *_] = later.search("retrieval benchmark of scientific abstracts", retriever="bm25")
     assert hit.paper.paper_id == "RetBench01"
     new = later.store.stamp()
-    assert snapshots.read(settings, "catalog", new) is not None  # rebuilt and saved
-    assert snapshots.read(settings, "retrieval", new) is not None
-    assert snapshots.read(settings, "catalog", old) is None
+    assert saved(settings, "catalog", new) is not None  # rebuilt and saved
+    assert saved(settings, "retrieval", new) is not None
+    assert saved(settings, "catalog", old) is None
 
     # A writer that changes the chunks but not the stamp (an older rag): the chunk count
     # no longer matches the snapshot, which is ignored.
@@ -252,7 +262,7 @@ def test_a_damaged_snapshot_is_ignored_and_rewritten(
         fields = json.loads(header)
         fields["format"] = snapshots.FORMAT + 1
         path.write_bytes(magic + b"\n" + json.dumps(fields).encode() + b"\n" + body)
-    assert snapshots.read(settings, kind, assistant.store.stamp()) is None
+    assert saved(settings, kind, assistant.store.stamp()) is None
 
     calls: list[int] = []
     real_read = rag.ingest.read_papers
@@ -262,7 +272,7 @@ def test_a_damaged_snapshot_is_ignored_and_rewritten(
     assert summary.chunks_embedded == 0 and summary.total_papers == 5
     assert bool(calls) == (kind != "retrieval")  # no manifest or catalog: the normal path
     assert [(h.paper.paper_id, h.score) for h in again.search("gradient descent")] == expected
-    assert snapshots.read(settings, kind, again.store.stamp()) is not None  # rewritten
+    assert saved(settings, kind, again.store.stamp()) is not None  # rewritten
 
 
 def test_a_snapshot_loaded_retriever_finds_what_a_fresh_one_finds(
@@ -339,7 +349,7 @@ def test_an_ingest_in_the_same_process_refreshes_the_state(
     [hit, *_] = assistant.search(question, retriever="bm25")
     assert hit.paper.paper_id == "RetBench01"
     assert assistant.retriever.terms.n == 3
-    assert snapshots.read(settings, "retrieval", after) is not None
+    assert saved(settings, "retrieval", after) is not None
 
 
 def test_an_interrupted_ingest_leaves_a_stamp_no_snapshot_matches(
@@ -374,15 +384,18 @@ def test_an_interrupted_ingest_leaves_a_stamp_no_snapshot_matches(
     stamp = store.stamp()
     assert stamp != clean and stamp is not None and not snapshots.is_clean(stamp)
     for kind in ("catalog", "retrieval", "manifest"):
-        assert snapshots.read(settings, kind, stamp) is None
-        assert not snapshots.write(settings, kind, stamp, {"x": 1})  # never saved under it
-    saved = {p.name: p.stat().st_mtime_ns for p in snapshots.folder(settings).iterdir()}
+        assert saved(settings, kind, stamp) is None
+        if kind == "catalog":  # never saved under it
+            assert not snapshots.write_catalog(settings, stamp, Catalog())
+        else:
+            assert not snapshots.write(settings, kind, stamp, {"x": 1})
+    files = {p.name: p.stat().st_mtime_ns for p in snapshots.folder(settings).iterdir()}
     reader = Assistant(settings, fake_embedder)  # sees what Chroma holds, and saves nothing
     assert reader.stats()["chunks"] == store.load_catalog().n_chunks == stored + writes[0]
     assert reader.retriever.catalog.stamp is None
     reader.search("widgets")
     assert reader.store.stamp() == stamp
-    assert {p.name: p.stat().st_mtime_ns for p in snapshots.folder(settings).iterdir()} == saved
+    assert {p.name: p.stat().st_mtime_ns for p in snapshots.folder(settings).iterdir()} == files
 
     rerun = Assistant(settings, fake_embedder).ingest([bigger])  # completes the work
     assert rerun.total_papers == 5 and snapshots.is_clean(
@@ -411,7 +424,7 @@ def test_sigkill_mid_ingest_leaves_a_stamp_no_snapshot_matches(
     stamp = store.stamp()
     assert stamp != clean and not snapshots.is_clean(stamp)
     assert snapshots.load_catalog(store, stamp) is None
-    assert snapshots.read(settings, "catalog", clean) is not None  # there, but stale
+    assert saved(settings, "catalog", clean) is not None  # there, but stale
     reader = Assistant(settings, embedder)
     assert reader.stats()["chunks"] == store.count()
 
@@ -500,12 +513,13 @@ def test_a_killed_writers_temp_file_is_removed_by_the_next_write(
     settings = settings_factory()
     folder = snapshots.folder(settings)
     folder.mkdir(parents=True)
-    old, recent = folder / ".catalog.snap.1.dead.tmp", folder / ".catalog.snap.2.live.tmp"
+    old = folder / ".catalog-stamp0.cols.1.dead.tmp"  # another stamp's, killed
+    recent = folder / ".catalog-stamp1.cols.2.live.tmp"
     for path in (old, recent):
         path.write_bytes(b"partial")
     an_hour_ago = time.time() - 3600
     os.utime(old, (an_hour_ago, an_hour_ago))
-    assert snapshots.write(settings, "catalog", "stamp1", Catalog())
+    assert snapshots.write_catalog(settings, "stamp1", Catalog())
     assert not old.exists() and recent.exists()  # a live writer's file is left alone
-    assert isinstance(snapshots.read(settings, "catalog", "stamp1"), Catalog)
-    assert snapshots.read(settings, "catalog", "stamp2") is None
+    assert saved(settings, "catalog", "stamp1").n_chunks == 0
+    assert saved(settings, "catalog", "stamp2") is None

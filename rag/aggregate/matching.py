@@ -34,7 +34,8 @@ import numpy as np
 from rag.answering.answerable import Model
 from rag.config import DATA_DIR, load_fitted
 from rag.embedding.embed import Embedder
-from rag.retrieval.retrieve import Retriever, Scope
+from rag.retrieval.retrieve import Retriever, Scope, papers_in
+from rag.store.index import CatalogView
 from rag.text import mentions, split_sentences
 from rag.types import Filters, Paper
 
@@ -87,23 +88,21 @@ class Matcher:
         self.embedder = embedder
         self.depth = depth
         self._lock = threading.Lock()
-        self._vectors: tuple[int, list[str], np.ndarray] | None = None
+        self._vectors: tuple[int, np.ndarray] | None = None
 
     def candidates(
         self, topic: str, filters: Filters | None = None, names: tuple[str, ...] = ()
     ) -> tuple[list[Candidate], int]:
         """The evidence of the scope's papers most likely to be about `topic` (at most
         `depth`), and how many papers the scope holds."""
-        catalog = self.retriever.catalog
-        ids, vectors = self._paper_vectors()
+        catalog, vectors = self._paper_vectors()
+        ids = catalog.paper_ids
         scope = Scope.of(filters or Filters(), self.retriever.vocabulary())
-        inside = np.array(
-            [not scope.empty and scope.match(catalog.papers[pid].paper) for pid in ids], dtype=bool
-        )
+        inside = papers_in(catalog, scope)
         if not inside.any():
             return [], 0
         dense = vectors @ self.embedder.embed_query(topic) if len(ids) else np.zeros(0)
-        lexical = self._bm25_per_paper(topic, ids)
+        lexical = self._bm25_per_paper(topic, catalog)
         ceiling = self.retriever.lexical_ceiling(topic)
         best_dense = float(dense[inside].max())
         best_bm25 = float(lexical[inside].max())
@@ -147,26 +146,24 @@ class Matcher:
         )
         return Matches(topic, members, len(found), in_scope, model.threshold)
 
-    def _paper_vectors(self) -> tuple[list[str], np.ndarray]:
-        """Every paper's unit vector, read from the store once per catalog (22k: ~2 s)."""
-        catalog = self.retriever.catalog
+    def _paper_vectors(self) -> tuple[CatalogView, np.ndarray]:
+        """The catalog and every paper's unit vector (the mean of its chunks'), numbered as
+        `catalog.paper_ids`: summed from the stored vectors once per catalog."""
+        catalog, _, matrix = self.retriever.stored_vectors()
         with self._lock:
             if self._vectors is None or self._vectors[0] != id(catalog):
-                ids, matrix = self.retriever.store.paper_vectors(catalog.papers)
-                self._vectors = (id(catalog), ids, matrix)
-            return self._vectors[1], self._vectors[2]
+                sums = np.zeros((len(catalog.paper_ids), matrix.shape[1]), dtype=np.float32)
+                np.add.at(sums, catalog.row_papers(), matrix)
+                norms = np.linalg.norm(sums, axis=1, keepdims=True)
+                self._vectors = (id(catalog), sums / np.where(norms > 0, norms, 1.0))
+            return catalog, self._vectors[1]
 
-    def _bm25_per_paper(self, topic: str, ids: list[str]) -> np.ndarray:
-        """Each paper's best chunk BM25 score for the topic, in the order of `ids`."""
-        rows, scores = self.retriever.bm25_rows(topic)
-        position = {pid: n for n, pid in enumerate(ids)}
-        best = np.zeros(len(ids), dtype=np.float32)
+    def _bm25_per_paper(self, topic: str, catalog: CatalogView) -> np.ndarray:
+        """Each paper's best chunk BM25 score for the topic, numbered as `catalog.paper_ids`."""
+        scores = self.retriever.bm25_scores(topic)
+        best = np.zeros(len(catalog.paper_ids), dtype=np.float32)
         if len(scores):
-            where = np.fromiter(
-                (position.get(p, -1) for p in rows), dtype=np.int64, count=len(rows)
-            )
-            keep = where >= 0
-            np.maximum.at(best, where[keep], scores[keep])
+            np.maximum.at(best, catalog.row_papers(), scores)
         return best
 
 

@@ -12,14 +12,14 @@ paper itself never counts, nor do chunks a crash left behind. Deliberately left 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
 from rag.errors import RagError
-from rag.store.index import Catalog
+from rag.store.index import CatalogView
 from rag.types import Paper
 
 
@@ -58,8 +58,8 @@ class Related:
 
 
 def related(
-    catalog: Catalog,
-    rows: dict[str, int],
+    catalog: CatalogView,
+    rows: Mapping[str, int],
     matrix: np.ndarray,
     paper_id: str,
     top_k: int = 10,
@@ -96,7 +96,7 @@ def related(
     return Related(paper_id, paper.label, [_entry(catalog, pid, s) for pid, s in found.items()])
 
 
-def _entry(catalog: Catalog, paper_id: str, score: float) -> RelatedPaper:
+def _entry(catalog: CatalogView, paper_id: str, score: float) -> RelatedPaper:
     paper = catalog.papers[paper_id].paper
     return RelatedPaper(
         paper_id,
@@ -109,7 +109,7 @@ def _entry(catalog: Catalog, paper_id: str, score: float) -> RelatedPaper:
     )
 
 
-def _unknown(paper_id: str, catalog: Catalog, location: str) -> str:
+def _unknown(paper_id: str, catalog: CatalogView, location: str) -> str:
     """'no paper 'abc' in the index at X (closest ids: 'abd', ...)'."""
     close = difflib.get_close_matches(paper_id, list(catalog.papers), n=3, cutoff=0.6)
     hint = f" (closest ids: {', '.join(repr(c) for c in close)})" if close else ""

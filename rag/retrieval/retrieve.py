@@ -19,7 +19,7 @@ import re
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
@@ -34,7 +34,7 @@ from rag.embedding.embed import Embedder
 from rag.question.reading import Vocabulary, status_matches, venue_key
 from rag.retrieval.ann import AnnIndex
 from rag.store import snapshot as snapshots
-from rag.store.index import Catalog, Store, StoreError
+from rag.store.index import CatalogView, Facet, Store, StoreError
 from rag.text import (
     TERMS_VERSION,
     content_words,
@@ -105,21 +105,39 @@ class Scope:
         )
 
 
-def vocabulary_of(catalog: Catalog) -> Vocabulary:
+def vocabulary_of(catalog: CatalogView) -> Vocabulary:
     """The venues, years, statuses and areas the catalog holds."""
-    papers = [sp.paper for sp in catalog.papers.values()]
+    facets, _ = catalog.facets()
     return Vocabulary(
-        venues=frozenset(p.venue for p in papers if p.venue),
-        years=frozenset(p.year for p in papers if p.year),
-        statuses=frozenset(p.status for p in papers if p.status),
-        areas=frozenset(p.area for p in papers if p.area),
+        venues=frozenset(f.venue for f in facets if f.venue),
+        years=frozenset(f.year for f in facets if f.year),
+        statuses=frozenset(f.status for f in facets if f.status),
+        areas=frozenset(f.area for f in facets if f.area),
     )
+
+
+def papers_in(catalog: CatalogView, scope: Scope) -> np.ndarray:
+    """Which papers (numbered as `catalog.paper_ids`) pass the scope: each distinct venue,
+    year, status and area tested once; a keyword filter reads every paper's keywords."""
+    if scope.empty:
+        return np.zeros(len(catalog.paper_ids), dtype=bool)
+    if scope.filters.keyword:
+        papers = catalog.papers.values()
+        return np.fromiter((scope.match(sp.paper) for sp in papers), bool, len(catalog.papers))
+    facets, codes = catalog.facets()
+    passes = np.array([scope.match(_stand_in(f)) for f in facets] or [False], dtype=bool)
+    return passes[codes]
+
+
+def _stand_in(facet: Facet) -> Paper:
+    """A paper holding only the scope fields (what `Scope.match` reads without a keyword)."""
+    return Paper("", "", venue=facet.venue, year=facet.year, status=facet.status, area=facet.area)
 
 
 class BM25Index:
     """Okapi BM25 over chunk texts, English stop words removed, Snowball-stemmed."""
 
-    def __init__(self, texts: list[str]) -> None:
+    def __init__(self, texts: Sequence[str]) -> None:
         self.stemmer = Stemmer.Stemmer("english")
         self.size = len(texts)
         self.model = bm25s.BM25()
@@ -238,10 +256,10 @@ class BM25Index:
 
 @dataclass(frozen=True, slots=True)
 class _Snapshot:
-    catalog: Catalog
+    catalog: CatalogView
     bm25: BM25Index
     terms: TermStats
-    rows: dict[str, int]
+    rows: Mapping[str, int]
     vocabulary: Vocabulary
     masks: dict[Filters, np.ndarray]  # chunk rows in scope, per filters seen (bounded)
     vectors: list[np.ndarray]  # [every stored vector, in catalog order] once loaded
@@ -251,12 +269,7 @@ class _Snapshot:
         """The chunk rows inside the scope: computed once per filters, not per query."""
         mask = self.masks.get(scope.filters)
         if mask is None:
-            passes = {pid: scope.match(sp.paper) for pid, sp in self.catalog.papers.items()}
-            mask = np.fromiter(
-                (passes[p] for p in self.catalog.paper_of),
-                dtype=bool,
-                count=len(self.catalog.paper_of),
-            )
+            mask = papers_in(self.catalog, scope)[self.catalog.row_papers()]
             if len(self.masks) >= 64:
                 self.masks.clear()
             self.masks[scope.filters] = mask
@@ -340,7 +353,7 @@ class Retriever:
         self.embedder = embedder
         self.settings = settings
         self._lock = threading.RLock()
-        self._catalog: Catalog | None = None
+        self._catalog: CatalogView | None = None
         self._snapshot: _Snapshot | None = None
         self._spelling: Counter[str] | None = None  # stored words -> how often (for typos)
         self._long_forms: dict[str, tuple[str, ...]] | None = None  # acronym -> spelled out
@@ -348,7 +361,7 @@ class Retriever:
         self._names_written: dict[str, str | None] = {}  # 'clip' -> 'CLIP' (None: a word)
         self._names: dict[str, str] | None = None  # every word written as a name: 'clip' -> 'CLIP'
 
-    def refresh(self, catalog: Catalog | None = None) -> None:
+    def refresh(self, catalog: CatalogView | None = None) -> None:
         """Forget the in-memory state (after an ingest); it is rebuilt on next use."""
         with self._lock:
             self._catalog = catalog
@@ -359,7 +372,7 @@ class Retriever:
             self._names = None
 
     @property
-    def catalog(self) -> Catalog:
+    def catalog(self) -> CatalogView:
         """What the store holds (loaded once, on first use: from the on-disk snapshot when
         it matches the store's version stamp, else from Chroma; see rag/store/snapshot.py)."""
         catalog = self._catalog
@@ -664,11 +677,10 @@ class Retriever:
         counts = [df.get(stem, 0) for stem in content_words(word)]
         return math.log1p(min(counts)) if counts else 0.0
 
-    def bm25_rows(self, query: str) -> tuple[list[str], np.ndarray]:
-        """The paper of every chunk row, and each row's BM25 score for the query (what a
-        count weighs over the whole scope, rag/aggregate/matching.py)."""
-        state = self._state()
-        return state.catalog.paper_of, state.bm25.scores(query)
+    def bm25_scores(self, query: str) -> np.ndarray:
+        """Each chunk row's BM25 score for the query, in catalog order (what a count weighs
+        over the whole scope, rag/aggregate/matching.py)."""
+        return self._state().bm25.scores(query)
 
     def lexical_ceiling(self, query: str) -> float:
         """The best BM25 score the query could reach here (see `BM25Index.ceiling`)."""
@@ -693,7 +705,7 @@ class Retriever:
         self,
         dense: list[tuple[str, float]],
         sparse: list[tuple[str, float]],
-        catalog: Catalog,
+        catalog: CatalogView,
         top_k: int,
     ) -> list[Hit]:
         s = self.settings
@@ -734,7 +746,7 @@ class Retriever:
             rows = [state.rows[c] for c in (stored.chunk_ids if stored else []) if c in state.rows]
             hit.dense_similarity = float(_dot(matrix[rows], vector).max()) if rows else None
 
-    def stored_vectors(self) -> tuple[Catalog, dict[str, int], np.ndarray]:
+    def stored_vectors(self) -> tuple[CatalogView, Mapping[str, int], np.ndarray]:
         """The catalog, its chunk id -> row map, and every stored vector, a row per chunk
         in its order (one consistent view, even if an ingest refreshes meanwhile)."""
         state = self._state()
@@ -925,7 +937,7 @@ def _relative(
 
 def _top(
     scores: np.ndarray,
-    catalog: Catalog,
+    catalog: CatalogView,
     depth: int,
     mask: np.ndarray | None,
     keep_zero: bool = False,

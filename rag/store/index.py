@@ -14,10 +14,10 @@ as incomplete (fewer than `n_chunks` chunks) and redone by the next ingest.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple, Protocol
 from urllib.parse import urlparse
 
 import numpy as np
@@ -66,6 +66,46 @@ class StoredPaper:
         return len(self.chunk_ids) == self.n_chunks
 
 
+class Facet(NamedTuple):
+    """The fields a scope tests, as one paper holds them."""
+
+    venue: str | None
+    year: int | None
+    status: str | None
+    area: str | None
+
+    @classmethod
+    def of(cls, paper: Paper) -> Facet:
+        """The paper's scope fields."""
+        return cls(paper.venue, paper.year, paper.status, paper.area)
+
+
+class CatalogView(Protocol):
+    """What a reader of the catalog uses: the in-memory `Catalog`, or one opened from its
+    mapped file (rag/store/columns.py) that decodes only what is read."""
+
+    stamp: str | None
+    labels: int
+
+    @property
+    def ids(self) -> Sequence[str]: ...
+    @property
+    def texts(self) -> Sequence[str]: ...
+    @property
+    def paper_of(self) -> Sequence[str]: ...
+    @property
+    def papers(self) -> Mapping[str, StoredPaper]: ...
+    @property
+    def stale_ids(self) -> Sequence[str]: ...
+    @property
+    def paper_ids(self) -> Sequence[str]: ...
+    @property
+    def n_chunks(self) -> int: ...
+    def row_of(self) -> Mapping[str, int]: ...
+    def row_papers(self) -> np.ndarray: ...
+    def facets(self) -> tuple[list[Facet], np.ndarray]: ...
+
+
 @dataclass
 class Catalog:
     """Everything stored, in memory: rows for BM25 and papers for the ingest diff."""
@@ -97,6 +137,27 @@ class Catalog:
     def n_chunks(self) -> int:
         """Count live chunks."""
         return len(self.ids)
+
+    @property
+    def paper_ids(self) -> list[str]:
+        """The stored papers' ids, in the order `row_papers` and `facets` number them."""
+        return list(self.papers)
+
+    def row_papers(self) -> np.ndarray:
+        """Each chunk row's paper number (an index into `paper_ids`)."""
+        number = {pid: i for i, pid in enumerate(self.papers)}
+        return np.fromiter((number[p] for p in self.paper_of), np.int32, len(self.paper_of))
+
+    def facets(self) -> tuple[list[Facet], np.ndarray]:
+        """The distinct scope fields the papers hold, and each paper's code into them
+        (a scope is then tested once per combination, not once per paper)."""
+        code: dict[Facet, int] = {}
+        codes = np.fromiter(
+            (code.setdefault(Facet.of(sp.paper), len(code)) for sp in self.papers.values()),
+            np.int32,
+            len(self.papers),
+        )
+        return list(code), codes
 
 
 def embedded_text(paper: Paper, chunk: Chunk) -> str:

@@ -16,7 +16,9 @@ The snapshot is a cache, never the truth:
 Files, in `<index_dir>/snapshot/<collection>/` (with a server, `<collection>@<url hash>/`:
 the index folder is then this machine's cache, and the stamp tells it of other machines'
 writes):
-  catalog.snap    the Catalog (rag/store/index.py)
+  catalog-<stamp>.cols  the Catalog (rag/store/index.py) as mapped columns: a process opens
+                  it without reading it (rag/store/columns.py; before 2026-12 a pickled
+                  catalog.snap, read whole: 1M papers, 18 s)
   manifest.snap   the last ingest's inputs (files with size, mtime and sha256; chunking and
                   field settings) and what it read, for the re-ingest fast path (rag/ingest.py)
   retrieval.snap  BM25's parameters and vocabulary, term document frequencies
@@ -56,7 +58,9 @@ from typing import Any
 import numpy as np
 
 from rag.config import Settings
-from rag.store.index import Catalog, Store
+from rag.corpus.labels import LABELS_VERSION
+from rag.store.columns import ColumnsError, MappedCatalog, read_columns, write_columns
+from rag.store.index import Catalog, CatalogView, Store
 from rag.types import Skip
 
 FORMAT = 2  # bump when a payload's layout changes: older files are then ignored
@@ -65,9 +69,6 @@ WRITING = "writing-"  # prefix of the stamp an ingest sets before its first writ
 _LEFTOVER_S = 600  # a temp file this old belongs to a killed writer
 _PYTHON = f"{sys.version_info[0]}.{sys.version_info[1]}"
 _ALLOWED = {
-    ("rag.store.index", "Catalog"),
-    ("rag.store.index", "StoredPaper"),
-    ("rag.types", "Paper"),
     ("rag.types", "Skip"),
     ("rag.store.snapshot", "Inputs"),
     ("rag.store.snapshot", "Manifest"),
@@ -137,7 +138,7 @@ def read(settings: Settings, kind: str, stamp: str | None) -> Any | None:
             _ignore(path, "truncated or corrupted")
             return None
         enabled = gc.isenabled()
-        gc.disable()  # ~3x faster for the catalog's ~100k objects
+        gc.disable()  # ~3x faster for the many small objects of the retrieval state
         try:
             return _Unpickler(io.BytesIO(body)).load()  # BytesIO shares, not copies
         finally:
@@ -170,7 +171,7 @@ def write(settings: Settings, kind: str, stamp: str, payload: Any) -> bool:
             "sha256": hashlib.sha256(body).hexdigest(),
         }
         path.parent.mkdir(parents=True, exist_ok=True)
-        _remove_leftovers(path)
+        _remove_leftovers(path, kind)
         temp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
         try:
             with open(temp, "wb") as handle:
@@ -188,9 +189,11 @@ def write(settings: Settings, kind: str, stamp: str, payload: Any) -> bool:
         return False
 
 
-def _remove_leftovers(path: Path) -> None:
-    """Delete temp files that a killed writer left (older than any write takes)."""
-    for temp in path.parent.glob(f".{path.name}.*.tmp"):
+def _remove_leftovers(path: Path, kind: str) -> None:
+    """Delete temp files that a killed writer left for `kind`, under this stamp or another
+    (older than any write takes)."""
+    temps = {*path.parent.glob(f".{path.name}.*.tmp"), *path.parent.glob(f".{kind}-*.tmp")}
+    for temp in temps:
         try:
             if time.time() - temp.stat().st_mtime > _LEFTOVER_S:
                 temp.unlink()
@@ -248,7 +251,7 @@ def write_array(settings: Settings, kind: str, stamp: str, array: np.ndarray) ->
     temp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        _remove_leftovers(path)
+        _remove_leftovers(path, kind)
         with open(temp, "wb") as handle:
             np.save(handle, np.ascontiguousarray(array), allow_pickle=False)
             handle.flush()
@@ -277,15 +280,69 @@ def remove_other_stamps(settings: Settings, kind: str, stamp: str) -> None:
 # -- the catalog ------------------------------------------------------------------------
 
 
-def load_catalog(store: Store, stamp: str | None) -> Catalog | None:
-    """The saved catalog, if it was saved for `stamp` and holds as many chunks as Chroma."""
-    catalog = read(store.settings, "catalog", stamp)
-    if not isinstance(catalog, Catalog):
+def catalog_path(settings: Settings, stamp: str | None) -> Path | None:
+    """Where the catalog saved for `stamp` lives: catalog-<stamp>.cols; None unless clean."""
+    return stamped_path(settings, "catalog", stamp, ".cols")
+
+
+def read_catalog(settings: Settings, stamp: str | None) -> MappedCatalog | None:
+    """The catalog file saved for `stamp`, opened in place; None when missing or not whole."""
+    path = catalog_path(settings, stamp)
+    if path is None:
+        return None
+    assert stamp is not None
+    try:
+        return read_columns(path, stamp)
+    except FileNotFoundError:
+        return None
+    except ColumnsError as exc:
+        _ignore(path, str(exc))
+        return None
+
+
+def write_catalog(settings: Settings, stamp: str, catalog: Catalog) -> bool:
+    """Save the catalog's columns for `stamp` atomically, then remove other stamps' (and a
+    pre-2026-12 pickled catalog.snap); False (and nothing) on OSError."""
+    path = catalog_path(settings, stamp)
+    if path is None:
+        return False
+    temp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _remove_leftovers(path, "catalog")
+        with open(temp, "wb") as handle:
+            write_columns(handle, stamp, catalog)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+        _fsync_folder(path.parent)
+    except OSError as exc:
+        log.info("cannot save snapshot %s: %s", path, exc)
+        return False
+    finally:
+        with contextlib.suppress(OSError):
+            temp.unlink(missing_ok=True)
+    remove_other_stamps(settings, "catalog", stamp)
+    return True
+
+
+def _mapped(store: Store, stamp: str | None) -> MappedCatalog | None:
+    catalog = read_catalog(store.settings, stamp)
+    if catalog is None:
         return None
     if store.count() != catalog.n_chunks + len(catalog.stale_ids):  # e.g. an old rag wrote
-        _ignore(folder(store.settings) / "catalog.snap", "chunk count differs")
+        _ignore(catalog.path, "chunk count differs")
         return None
-    catalog.stamp = stamp
+    return catalog
+
+
+def load_catalog(store: Store, stamp: str | None) -> Catalog | None:
+    """The saved catalog read whole into memory (what an ingest edits), if it was saved for
+    `stamp` and holds as many chunks as Chroma."""
+    mapped = _mapped(store, stamp)
+    if mapped is None:
+        return None
+    catalog = mapped.materialize()
     catalog.relabel()  # labels follow the current rule (rag/corpus/labels.py), not the saved one
     return catalog
 
@@ -294,23 +351,26 @@ def save_catalog(store: Store, catalog: Catalog) -> None:
     """Save the catalog under its stamp, unless the collection has moved on meanwhile."""
     if is_clean(catalog.stamp) and store.stamp() == catalog.stamp:
         assert catalog.stamp is not None
-        write(store.settings, "catalog", catalog.stamp, catalog)
+        write_catalog(store.settings, catalog.stamp, catalog)
 
 
-def open_catalog(store: Store) -> Catalog:
-    """What the store holds: the snapshot when it matches, else read from Chroma (and saved).
+def open_catalog(store: Store) -> CatalogView:
+    """What the store holds: the saved catalog opened in place when it matches (a cold
+    start reads only its header), else read from Chroma (and saved).
 
     A catalog read while the stamp was unclean ("writing-": an ingest is writing, or was
     killed) or changed during the read gets no stamp: nothing is saved from it.
     """
     stamp = store.stamp()
-    catalog = load_catalog(store, stamp)
-    if catalog is None:
-        catalog = store.load_catalog()
-        if is_clean(stamp) and store.stamp() == stamp:
-            catalog.stamp = stamp
-            assert stamp is not None
-            write(store.settings, "catalog", stamp, catalog)
+    mapped = _mapped(store, stamp)
+    if mapped is not None and mapped.labels == LABELS_VERSION:
+        return mapped
+    catalog = mapped.materialize() if mapped is not None else store.load_catalog()
+    catalog.relabel()
+    if is_clean(stamp) and store.stamp() == stamp:
+        catalog.stamp = stamp
+        assert stamp is not None
+        write_catalog(store.settings, stamp, catalog)
     return catalog
 
 
