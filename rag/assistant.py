@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from rag import prompts
+from rag import frequency, prompts
 from rag.aggregate import matching
 from rag.aggregate.conference import count_answer, count_of_previous, table_answer
 from rag.aggregate.topics import TopicSet, topics_of
@@ -60,6 +60,7 @@ class Assistant:
         # fit that layout is refused by the store ("built with X, not Y"), never mixed in.
         settings = adopt_layout(settings)
         self.settings = settings
+        frequency.use_folder(settings.cache_dir)  # word frequencies mapped from the cache
         self.embedder = embedder or make_embedder(settings, recorded_family(settings))
         self.store = Store(settings, self.embedder.name, getattr(self.embedder, "family", None))
         self.retriever = Retriever(self.store, self.embedder, settings)

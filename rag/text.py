@@ -15,6 +15,7 @@ from functools import lru_cache
 import Stemmer
 from rapidfuzz.distance import OSA
 
+from rag.frequency import zipf_frequency
 from rag.lexicon import STOP
 
 # After ., ! or ? (or after a citation that follows one: "... works. [2] Next").
@@ -167,8 +168,6 @@ def surface_words(text: str) -> frozenset[str]:
 def is_english_word(word: str) -> bool:
     """Tell whether a word is known to English at all (wordfreq's lists): 'splatting' is,
     'unlearing' is not. Only an unknown word may be a typo of a word of the index."""
-    from wordfreq import zipf_frequency
-
     return zipf_frequency(word, "en") > 0
 
 

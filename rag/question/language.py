@@ -29,6 +29,7 @@ import threading
 from functools import lru_cache
 from typing import Any
 
+from rag.frequency import zipf_frequency
 from rag.text import is_english_word
 
 CLEAR = 0.9  # lingua confidence above which a non-English language is believed
@@ -94,8 +95,6 @@ def _by_word_frequency(text: str) -> str | None:
     """The Latin-script language whose words these are, when their mean wordfreq frequency
     there beats English by `WORD_MARGIN`: 'privacidad diferencial signsgd' -> 'es',
     "qu'est-ce que DeMo ?" -> 'fr'; None otherwise. Names and numbers are not words."""
-    from wordfreq import zipf_frequency
-
     words = [
         w.casefold()
         for w in re.findall(r"[^\W\d_]+", text)

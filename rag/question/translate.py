@@ -46,6 +46,7 @@ from rapidfuzz import fuzz, process
 
 from rag import prompts
 from rag.config import DATA_DIR
+from rag.frequency import zipf_frequency
 from rag.llm import Chat, LLMError
 from rag.question import language
 from rag.types import Notice
@@ -474,15 +475,11 @@ def _closest(
 
 
 def _common(word: str, code: str) -> bool:
-    from wordfreq import zipf_frequency
-
     return zipf_frequency(word, code) >= COMMON_ZIPF
 
 
 def _more_common_there(word: str, code: str) -> bool:
     """A common word of the language that English uses less: 'für', 'les' (not 'machine')."""
-    from wordfreq import zipf_frequency
-
     there = zipf_frequency(word, code)
     return there >= COMMON_ZIPF and there > zipf_frequency(word, "en")
 
