@@ -585,9 +585,9 @@ def _ingest_progress(bar: Any) -> Callable[[int, int], None]:
 @click.option(
     "--sample",
     type=click.IntRange(min=1),
-    default=4096,
-    show_default=True,
-    help="With --scale: real papers embedded once, the synthetic papers' parents.",
+    default=None,
+    help="With --scale: real papers embedded once, the synthetic papers' parents "
+    "(default: one per 45 synthetic papers, at least 4096, at most every real paper).",
 )
 @click.option(
     "--noise",
@@ -617,7 +617,7 @@ def bench_cmd(
     as_json: bool,
     scale: int | None,
     sizes: str | None,
-    sample: int,
+    sample: int | None,
     noise: float,
     seed: int,
     out: str | None,
