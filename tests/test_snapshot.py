@@ -21,6 +21,7 @@ import bm25s
 import pytest
 
 import rag.ingest
+import rag.retrieval.retrieve
 from rag.assistant import Assistant
 from rag.config import Settings
 from rag.corpus.papers import FieldMap
@@ -314,6 +315,11 @@ def test_a_snapshot_loaded_retriever_finds_what_a_fresh_one_finds(
     assert loaded.terms.coverage("speculative decoding", "speculative decoding drafts") == (
         fresh.terms.coverage("speculative decoding", "speculative decoding drafts")
     )
+    # The typo table was saved with them: a new process reads it, no pass over abstracts.
+    assert snap_file(settings, "spelling").exists()
+    forbid(monkeypatch, rag.retrieval.retrieve, "surface_words")
+    assert loaded.spelling_counts() == fresh.spelling_counts() and loaded.spelling_counts()
+    assert loaded.correct("speculatve decoding") == fresh.correct("speculatve decoding")
 
 
 def test_bm25_and_term_stats_round_trip_their_state() -> None:
