@@ -374,9 +374,12 @@ def timed_run(command: list[str], settings: Settings, failure: str) -> float:
 
 def index_env(settings: Settings) -> dict[str, str]:
     """The environment of a process that opens the bench's temporary index: its folder,
-    never the user's Chroma server (RAG_CHROMA_URL left out)."""
+    never the user's Chroma server (RAG_CHROMA_URL left out unless the bench started one
+    of its own and set it in `settings`)."""
     env = {**os.environ, "RAG_INDEX_DIR": str(settings.index_dir)}
     env.pop("RAG_CHROMA_URL", None)
+    if settings.chroma_url:
+        env["RAG_CHROMA_URL"] = settings.chroma_url
     if settings.cache_dir:
         env["RAG_CACHE_DIR"] = str(settings.cache_dir)
     return env

@@ -604,6 +604,13 @@ def _ingest_progress(bar: Any) -> Callable[[int, int], None]:
     help="With --scale: folder for scale.json and scale.png (default: a new temp folder).",
 )
 @click.option("--keep", is_flag=True, help="With --scale: keep the temporary index.")
+@click.option(
+    "--server",
+    "serve",
+    is_flag=True,
+    help="With --scale: also serve the last size with `chroma run` on loopback and measure a "
+    "new app instance against it (RAG_CHROMA_URL): first answer, cold start, latency, RSS.",
+)
 @click.pass_context
 def bench_cmd(
     ctx: click.Context,
@@ -622,6 +629,7 @@ def bench_cmd(
     seed: int,
     out: str | None,
     keep: bool,
+    serve: bool,
 ) -> None:
     """Measure ingest and query speed on a temporary index (and plain llama-index's)."""
     from eval.bench import (
@@ -649,6 +657,7 @@ def bench_cmd(
             questions_file=Path(questions_file) if questions_file else DEFAULT_QUESTIONS,
             cold_start=cold_start,
             keep=keep,
+            server=serve,
         )
         folder = Path(out) if out else Path(tempfile.mkdtemp(prefix="rag-scale-"))
         click.echo(f"Scale bench output: {folder}", err=True)

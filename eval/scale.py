@@ -69,7 +69,7 @@ import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -81,6 +81,9 @@ from rag.embedding.embed import Embedder
 from rag.store.index import embedded_text
 from rag.text import split_sentences
 from rag.types import IngestSummary, Paper, content_hash
+
+if TYPE_CHECKING:  # eval.peer imports llama-index: not in the probe process
+    from eval.peer import GoldQuestion
 
 SHARED_BASE = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "paperlists"
 DEFAULT_SIZES = (22_000, 100_000)
@@ -387,11 +390,13 @@ def probe(job: dict[str, Any]) -> dict[str, Any]:
     ranked = [[h.paper.paper_id for h in assistant.search(q, top_k=5)] for q in job["scored"]]
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
     rows = len(assistant.retriever.catalog.ids)
+    past = rows >= settings.ann_min_rows
     return {
         "retrieval_ms": retrieval,
         "ranked": ranked,
         "rss_gb": round(peak_kb / 1024**2, 3),  # before the exact searches below
-        "dense_search": "ann" if rows >= settings.ann_min_rows else "exact",
+        "dense_search": ("server" if settings.chroma_url else "ann") if past else "exact",
+        "papers": len(assistant.retriever.catalog.papers),
         "recall": dense_recall(assistant, job["questions"]),
     }
 
@@ -411,6 +416,104 @@ def dense_recall(assistant: Any, questions: Sequence[str], k: int = RECALL_K) ->
         found = {row for row, _ in retriever.dense_rows(vector, depth)[:k]}
         shares.append(len(exact & found) / max(len(exact), 1))
     return round(sum(shares) / max(len(shares), 1), 4)
+
+
+# -- an instance against a Chroma server ---------------------------------------------
+
+
+@contextlib.contextmanager
+def chroma_server(path: Path, log_file: Path) -> Iterator[tuple[str, int]]:
+    """`chroma run` over an index folder on a free loopback port: (its URL, its pid),
+    stopped on exit."""
+    import shutil
+    import socket
+    import subprocess
+
+    import httpx
+
+    chroma = shutil.which("chroma") or str(Path(sys.executable).parent / "chroma")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    command = [chroma, "run", "--path", str(path), "--host", "127.0.0.1", "--port", str(port)]
+    with log_file.open("wb") as sink:
+        proc = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 300
+        while True:
+            try:
+                if httpx.get(f"{url}/api/v2/heartbeat", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"chroma run did not start: see {log_file}")
+            time.sleep(0.5)
+        yield url, proc.pid
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def peak_rss_gb(pid: int) -> float | None:
+    """A running process's peak RSS (VmHWM), GB; None when unreadable."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return round(int(line.split()[1]) / 1024**2, 3)
+    except OSError:
+        return None
+    return None
+
+
+def measure_server(
+    settings: Settings,
+    probe_job: dict[str, Any],
+    scored: list[GoldQuestion],
+    work: Path,
+    cold_start: bool,
+    log: Callable[[str], None],
+) -> dict[str, Any]:
+    """The index of the last size served by `chroma run`, and a new app instance on
+    this machine pointed at it (RAG_CHROMA_URL, an empty RAG_INDEX_DIR of its own): its
+    first answer (the catalog pulled, BM25 built and saved), later cold starts, the
+    probe's latencies, hit@5 and peak RSS, the instance's disk, and the server's RSS."""
+    from eval.bench import COLD_QUESTION, ask_seconds, cold_start_s
+    from eval.peer import hit_rate, percentile
+
+    with chroma_server(settings.index_dir, work / "chroma-server.log") as (url, pid):
+        instance = settings.model_copy(
+            update={"chroma_url": url, "index_dir": work / "instance", "cache_dir": None}
+        )
+        real = probe_job.get("embedder") is None
+        if real:
+            first = ask_seconds(instance, COLD_QUESTION)
+        else:  # a fake embedder: `rag ask` could not open its index
+            warm = {**probe_job, "warm_only": True, "questions": [COLD_QUESTION]}
+            first = run_probe(instance, warm, work)[1]
+        log(f"server: first answer of a new instance {first:.1f} s")
+        cold = cold_start_s(instance, COLD_QUESTION) if cold_start and real else None
+        disk = disk_bytes(work / "instance")  # before the probe's recall pulls the vectors
+        probed, _ = run_probe(instance, probe_job, work)
+        row = {
+            "papers": probed["papers"],
+            "first_answer_s": round(first, 2),
+            "cold_start_s": None if cold is None else round(cold, 2),
+            "query_p50_ms": percentile(probed["retrieval_ms"], 50),
+            "query_p95_ms": percentile(probed["retrieval_ms"], 95),
+            "hit_at_5": hit_rate(probed["ranked"], scored),
+            "rss_gb": probed["rss_gb"],
+            "instance_disk_gb": round(disk / GB, 3),
+            "server_rss_gb": peak_rss_gb(pid),
+            "dense_search": probed["dense_search"],
+            "dense_recall_at_10": probed["recall"],
+        }
+    log(json.dumps(row))
+    return row
 
 
 def _embedder_from(spec: str | None) -> Embedder | None:
@@ -473,6 +576,7 @@ class ScaleJob:
     embedder: Embedder | None = None  # default: make_embedder (the real model)
     probe_embedder: str | None = None  # 'module:factory' for the probe, with `embedder`
     keep: bool = False
+    server: bool = False  # also measure an instance against `chroma run` at the last size
 
 
 def run_scale(
@@ -562,8 +666,12 @@ def run_scale(
         rows.append(row)
         details.append({"papers": row["papers"], "chunks": summary.total_chunks})
         log(json.dumps(row))
+    served = None
+    if job.server:
+        served = measure_server(bench_settings, probe_job, scored, work, job.cold_start, log)
     return {
         "scale": rows,
+        "server": served,
         "chunks": details,
         "machine": {
             "cpu": cpu_info(),
@@ -664,6 +772,12 @@ def format_scale(result: dict[str, Any]) -> str:
         f"{noise['mean_cosine_to_parent']}",
         f"hit@5 over {result['hit_questions']} questions; figures and plot in {result['out']}",
     ]
+    served = result.get("server")
+    if served:
+        lines.append(
+            "against chroma run: "
+            + ", ".join(f"{k} {v}" for k, v in served.items() if v is not None)
+        )
     if result.get("index"):
         lines.append(f"index kept: {result['index']}")
     return "\n".join(lines)

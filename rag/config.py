@@ -141,7 +141,9 @@ class Settings(BaseSettings):
         ge=0,
         description="Chunks from which the dense search proposes candidates from an ANN index "
         "(faiss IVF-SQ8, rescored exactly) instead of one exact product with every vector "
-        "(AMD EPYC, 2 cores: exact 16 ms a query at 300,000 chunks). 0: always ANN.",
+        "(AMD EPYC, 2 cores: exact 16 ms a query at 300,000 chunks); with RAG_CHROMA_URL, "
+        "from the server's HNSW index, so an instance does not pull every vector. 0: always "
+        "ANN.",
     )
     ann_nprobe: int = Field(
         32,

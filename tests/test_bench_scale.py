@@ -122,6 +122,33 @@ def test_run_scale_grows_one_index_with_a_fake_model(
     assert result["index"] is None and not (tmp_path / "unused").exists()
 
 
+@pytest.mark.slow
+def test_the_server_row_measures_an_instance_against_chroma_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RAG_ANN_MIN_ROWS", "0")  # past it: the server's HNSW index searches
+    job = ScaleJob(
+        sizes=[120],
+        base=[Path(BUNDLED_CORPUS)],
+        sample=30,
+        questions_file=scale.Path(__file__).parents[1] / "eval" / "questions" / "iclr2026.jsonl",
+        cold_start=False,
+        embedder=HashEmbedder(),
+        probe_embedder="tests.fakes:HashEmbedder",
+        server=True,
+    )
+    result = scale.run_scale(job, make_settings(tmp_path / "unused"), tmp_path / "work", print)
+    served, local = result["server"], result["scale"][-1]
+    assert served["papers"] == 120 and served["dense_search"] == "server"
+    assert served["first_answer_s"] > 0 and served["cold_start_s"] is None
+    assert 0 < served["query_p50_ms"] <= served["query_p95_ms"]
+    assert served["hit_at_5"] == local["hit_at_5"]  # the same papers found either way
+    assert served["dense_recall_at_10"] >= 0.9
+    assert served["rss_gb"] > 0 and served["server_rss_gb"] > 0
+    assert served["instance_disk_gb"] > 0  # its catalog and BM25 snapshots
+    assert "against chroma run: papers 120" in scale.format_scale({**result, "out": "x"})
+
+
 def _check_contract(result: dict, sizes: list[int]) -> None:
     rows = result["scale"]
     assert [r["papers"] for r in rows] == sizes  # the seeds plus size - 52 synthetic papers

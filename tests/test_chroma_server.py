@@ -143,3 +143,32 @@ def test_two_processes_query_one_server_concurrently(
         assert [q for q, _, _ in answers] == QUESTIONS[:8]
         for question, sources, text in answers:
             assert sources == expected[question] and text
+
+
+@pytest.mark.slow
+def test_past_ann_min_rows_the_server_searches_and_no_vector_is_pulled(
+    chroma_url: str,
+    settings_factory: Callable[..., Settings],
+    fake_embedder: HashEmbedder,
+    tmp_path: Path,
+) -> None:
+    from rag.types import Filters
+
+    local = settings_factory(chroma_url=chroma_url, collection="server-test")
+    Assistant(local, fake_embedder).ingest([BUNDLED_CORPUS, FIXTURES / "records.csv"])
+    exact = Assistant(local, fake_embedder)  # pulls the vectors, searches them exactly
+    elsewhere = {"ann_min_rows": 0, "index_dir": tmp_path / "instance"}  # another machine
+    served = Assistant(local.model_copy(update=elsewhere), fake_embedder)
+    questions = ["speculative decoding latency", "which papers prune kv caches?", "graph rewiring"]
+    scopes = [None, Filters(year=2024), Filters(year=2026)]  # narrow, wide
+    for question in questions:
+        for scope in scopes:
+            want = exact.retriever.search(question, top_k=5, filters=scope)
+            got = served.retriever.search(question, top_k=5, filters=scope)
+            assert [h.paper.paper_id for h in got] == [h.paper.paper_id for h in want]
+            for a, b in zip(got, want, strict=True):
+                assert a.dense_similarity == pytest.approx(b.dense_similarity, abs=1e-5)
+    assert served.ask("which papers improve speculative decoding?").citations
+    state = served.retriever._state()
+    assert state.vectors == [] and state.ann == []  # nothing pulled, no local ANN index
+    assert not list((tmp_path / "instance").rglob("vectors-*"))  # no vector snapshot either

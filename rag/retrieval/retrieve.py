@@ -504,7 +504,7 @@ class Retriever:
             seen = {c for c, _ in found}
             extra = [rows[c] for c in pinned if c not in seen]
             if extra:
-                scores = _dot(self._matrix(state)[extra], vector)
+                scores = self._cosines(state, extra, vector)
                 found += [(catalog.ids[i], float(x)) for i, x in zip(extra, scores, strict=True)]
             timings["dense"] = _ms(t0)
             return found
@@ -753,11 +753,26 @@ class Retriever:
             return
         vector = self.embedder.embed_query(query)
         state = self._state()
-        matrix = self._matrix(state)
         for hit in missing:
             stored = state.catalog.papers.get(hit.paper.paper_id)
             rows = [state.rows[c] for c in (stored.chunk_ids if stored else []) if c in state.rows]
-            hit.dense_similarity = float(_dot(matrix[rows], vector).max()) if rows else None
+            hit.dense_similarity = float(self._cosines(state, rows, vector).max()) if rows else None
+
+    def _cosines(self, state: _Snapshot, rows: list[int], vector: np.ndarray) -> np.ndarray:
+        """The query's cosine to the given chunk rows: from the stored vectors, or asked of
+        the Chroma server when it searches (`_served`)."""
+        if self._served(state):
+            ids = [state.catalog.ids[i] for i in rows]
+            return np.asarray(self.store.similarities(vector, ids), dtype=np.float32)
+        return _dot(self._matrix(state)[rows], vector)
+
+    def _served(self, state: _Snapshot) -> bool:
+        """Tell whether the dense search is the Chroma server's: with RAG_CHROMA_URL past
+        RAG_ANN_MIN_ROWS chunks the server's HNSW index answers it, so an instance does not
+        pull every vector (1M chunks: 1.5 GB) to answer a question."""
+        return bool(self.settings.chroma_url) and len(state.catalog.ids) >= max(
+            1, self.settings.ann_min_rows
+        )
 
     def stored_vectors(self) -> tuple[CatalogView, Mapping[str, int], np.ndarray]:
         """The catalog, its chunk id -> row map, and every stored vector, a row per chunk
@@ -780,7 +795,10 @@ class Retriever:
         self, state: _Snapshot, vector: np.ndarray, depth: int, mask: np.ndarray | None
     ) -> list[tuple[int, float]]:
         """Nearest rows inside the mask: exact below RAG_ANN_MIN_ROWS rows (or when the
-        mask keeps fewer), else the ANN index's 2 x depth candidates rescored exactly."""
+        mask keeps fewer), else the ANN index's 2 x depth candidates rescored exactly; with
+        a Chroma server past RAG_ANN_MIN_ROWS, its HNSW index's."""
+        if self._served(state):
+            return self._served_rows(state, vector, depth, mask)
         matrix = self._matrix(state)
         ann = self._ann(state)
         in_scope = len(matrix) if mask is None else int(mask.sum())
@@ -793,6 +811,26 @@ class Retriever:
         candidates = np.sort(ann.search(vector, 2 * depth, mask))  # sorted: fewer page seeks
         best = _best_rows(_dot(matrix[candidates], vector), depth, None)
         return [(int(candidates[i]), score) for i, score in best]
+
+    def _served_rows(
+        self, state: _Snapshot, vector: np.ndarray, depth: int, mask: np.ndarray | None
+    ) -> list[tuple[int, float]]:
+        """Nearest rows inside the mask from the Chroma server: a wide scope asks for
+        enough neighbours that about 2 x depth fall inside it; a narrow one (under a
+        quarter of the chunks) names its chunks. A chunk written after this catalog was
+        read is passed over until the next refresh."""
+        catalog, rows = state.catalog, state.rows
+        total = len(catalog.ids)
+        in_scope = total if mask is None else int(mask.sum())
+        if mask is not None and in_scope < total // 4:
+            scoped = [catalog.ids[int(i)] for i in np.flatnonzero(mask)]
+            found = self.store.nearest(vector, depth, scoped)
+        elif mask is None:
+            found = self.store.nearest(vector, depth)
+        else:
+            found = self.store.nearest(vector, min(total, -(-2 * depth * total // in_scope)))
+        best = [(rows[c], score) for c, score in found if c in rows]
+        return [(i, s) for i, s in best if mask is None or mask[i]][:depth]
 
     def _ann(self, state: _Snapshot) -> AnnIndex | None:
         """The ANN index past RAG_ANN_MIN_ROWS chunks (None below): read from the snapshot

@@ -525,9 +525,34 @@ class Store:
         """Cosine similarity of the query to the given chunks (vectors are unit length)."""
         if not ids:
             return []
-        got = self.collection.get(ids=ids, include=["embeddings"])
-        matrix = np.asarray(got["embeddings"], dtype=np.float32)
-        return [float(x) for x in matrix @ vector]
+        try:
+            got = self.collection.get(ids=ids, include=["embeddings"])
+        except Exception as exc:
+            raise StoreError(f"cannot read the index at {self.location}: {exc}") from None
+        found = dict(zip(got["ids"], np.asarray(got["embeddings"], dtype=np.float32), strict=True))
+        return [float(found[i] @ vector) if i in found else 0.0 for i in ids]
+
+    def nearest(
+        self, vector: np.ndarray, depth: int, ids: Sequence[str] | None = None
+    ) -> list[tuple[str, float]]:
+        """The `depth` chunks nearest the query vector by Chroma's own HNSW index, best
+        first, with their cosine (`ids`: only among these). What a Chroma server searches
+        past RAG_ANN_MIN_ROWS, so an instance never pulls every vector for a question."""
+        if ids is not None and not ids:
+            return []
+        try:
+            got = self.collection.query(
+                query_embeddings=[np.asarray(vector, dtype=np.float32)],
+                n_results=depth,
+                ids=list(ids) if ids is not None else None,
+                include=["distances"],
+            )
+        except Exception as exc:
+            raise StoreError(f"cannot search the index at {self.location}: {exc}") from None
+        return [
+            (cid, 1.0 - float(distance))  # cosine space: distance = 1 - cosine
+            for cid, distance in zip(got["ids"][0], got["distances"][0], strict=True)
+        ]
 
 
 def mean_per_paper(
