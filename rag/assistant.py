@@ -221,6 +221,7 @@ class Assistant:
         read_q = replace(
             read_q,
             text=text,
+            detail=(read_q.text if named.active else asked) if query else "",
             read_scope=named,
             corrections=fixes,
             terms=terms,

@@ -161,6 +161,19 @@ def test_follow_up_without_llm_uses_the_previous_turn(seeded: Assistant) -> None
     assert standalone.query == "Which papers study Bayesian optimisation over graphs?"
 
 
+def test_a_follow_up_quotes_the_sentence_holding_the_detail_it_asks(seeded: Assistant) -> None:
+    # The standalone query ('explain CSAM what dataset ...') finds the paper; the sentence
+    # is chosen for the follow-up's own words, not for naming CSAM again.
+    chat = seeded.conversation()
+    chat.ask("explain CSAM", mode="extractive")
+    follow = chat.ask("what dataset did they evaluate on?", mode="extractive")
+    assert follow.follow_up and "CSAM" in follow.query
+    assert "ImageNet-1K" in follow.answer.split("[1]")[0]  # the first sentence quoted
+    read_q, _ = seeded.plan("what dataset did they evaluate on?", query=follow.query)
+    assert read_q.detail == "what dataset did they evaluate on?" and read_q.text == follow.query
+    assert seeded.plan("what dataset did they evaluate on?")[0].detail == ""
+
+
 def test_answer_json_round_trips(fake_seeded: Assistant) -> None:
     answer = fake_seeded.ask("conformal prediction interval width")
     data = json.loads(json.dumps(answer_json(answer)))

@@ -178,12 +178,23 @@ class Answerer:
 
     # -- extractive --------------------------------------------------------------
 
+    def _asking_vector(self, query: Query) -> np.ndarray:
+        """What the answer's sentences are scored against: the searched text, and for a
+        follow-up also its own words, equally ('iclr 2026 paper on knowledge distillation'
+        + 'does it work for object detection too?'): the standalone query finds the paper,
+        the follow-up names the detail a sentence must answer."""
+        vector = self.embedder.embed_query(query.text)
+        if not query.detail:
+            return vector
+        both = vector + self.embedder.embed_query(query.detail)
+        return both / max(float(np.linalg.norm(both)), 1e-12)
+
     def extractive(self, query: Query, hits: list[Hit]) -> Answer:
         """Compose an answer from the best sentences of the best sources, each cited."""
         sources = make_sources(hits)
         chosen = [sources[i] for i in extractive.candidates(hits, query)]
         picked = extractive.pick_sentences(
-            query, self.embedder.embed_query(query.text), chosen, self._sentence_vectors
+            query, self._asking_vector(query), chosen, self._sentence_vectors
         )
         if not picked:
             return abstention(query.question, sources, "extractive")

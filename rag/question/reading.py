@@ -175,6 +175,7 @@ class Query:
     topic: str = ""  # what a count or comparison is about: 'how many papers on X' -> 'X'
     compared: tuple[str, ...] = ()  # 'compare X and Y' -> ('X', 'Y'); () for a set
     columns: tuple[str, ...] = ()  # a comparison's columns: ('problem', 'method', ...)
+    detail: str = ""  # a follow-up's own words when `text` is its standalone query
 
     @property
     def english(self) -> str:
