@@ -421,20 +421,26 @@ def dense_recall(assistant: Any, questions: Sequence[str], k: int = RECALL_K) ->
 # -- an instance against a Chroma server ---------------------------------------------
 
 
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
 @contextlib.contextmanager
 def chroma_server(path: Path, log_file: Path) -> Iterator[tuple[str, int]]:
     """`chroma run` over an index folder on a free loopback port: (its URL, its pid),
     stopped on exit."""
     import shutil
-    import socket
     import subprocess
 
     import httpx
 
     chroma = shutil.which("chroma") or str(Path(sys.executable).parent / "chroma")
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
+    port = free_port()
     command = [chroma, "run", "--path", str(path), "--host", "127.0.0.1", "--port", str(port)]
     with log_file.open("wb") as sink:
         proc = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT)

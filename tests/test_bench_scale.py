@@ -98,19 +98,25 @@ def test_the_embedder_answers_synthetic_texts_and_sends_the_rest_to_the_model() 
     assert np.allclose(got[-1], real.embed_query("No title here."))
 
 
-def test_run_scale_grows_one_index_with_a_fake_model(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("RAG_ANN_MIN_ROWS", "0")  # the probe searches through the ANN index
-    job = ScaleJob(
-        sizes=[100, 160],
+def _fake_job(sizes: list[int], server: bool = False) -> ScaleJob:
+    """A scale job over the seeds with the hashing embedder, no cold starts."""
+    return ScaleJob(
+        sizes=sizes,
         base=[Path(BUNDLED_CORPUS)],
         sample=30,
         questions_file=scale.Path(__file__).parents[1] / "eval" / "questions" / "iclr2026.jsonl",
         cold_start=False,
         embedder=HashEmbedder(),
         probe_embedder="tests.fakes:HashEmbedder",
+        server=server,
     )
+
+
+def test_run_scale_grows_one_index_with_a_fake_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RAG_ANN_MIN_ROWS", "0")  # the probe searches through the ANN index
+    job = _fake_job([100, 160])
     result = scale.bench_scale(job, make_settings(tmp_path / "unused"), tmp_path / "out", print)
     _check_contract(result, [100, 160])
     assert result["model_texts"] > 0  # the seeds went through the (fake) model
@@ -127,16 +133,7 @@ def test_the_server_row_measures_an_instance_against_chroma_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("RAG_ANN_MIN_ROWS", "0")  # past it: the server's HNSW index searches
-    job = ScaleJob(
-        sizes=[120],
-        base=[Path(BUNDLED_CORPUS)],
-        sample=30,
-        questions_file=scale.Path(__file__).parents[1] / "eval" / "questions" / "iclr2026.jsonl",
-        cold_start=False,
-        embedder=HashEmbedder(),
-        probe_embedder="tests.fakes:HashEmbedder",
-        server=True,
-    )
+    job = _fake_job([120], server=True)
     result = scale.run_scale(job, make_settings(tmp_path / "unused"), tmp_path / "work", print)
     served, local = result["server"], result["scale"][-1]
     assert served["papers"] == 120 and served["dense_search"] == "server"

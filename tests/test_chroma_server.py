@@ -6,17 +6,14 @@ asking subprocesses, embeds with `HashEmbedder` (the collection holds its vector
 
 from __future__ import annotations
 
-import shutil
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
+from eval.scale import chroma_server, free_port
 from rag.assistant import Assistant
 from rag.config import BUNDLED_CORPUS, Settings
 from rag.store.index import StoreError
@@ -27,38 +24,12 @@ from .fakes import HashEmbedder
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def chroma_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A `chroma run` server on 127.0.0.1, stopped after the module."""
-    chroma = shutil.which("chroma") or str(Path(sys.executable).parent / "chroma")
-    port = free_port()
     folder = tmp_path_factory.mktemp("chroma-server")
-    proc = subprocess.Popen(
-        [chroma, "run", "--path", str(folder), "--host", "127.0.0.1", "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"{url}/api/v2/heartbeat", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.3)
-        else:
-            raise RuntimeError("chroma run did not start within 60 s")
+    with chroma_server(folder / "data", folder / "server.log") as (url, _):
         yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
 
 
 @pytest.mark.slow
