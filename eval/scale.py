@@ -48,7 +48,8 @@ synthetic papers, as the index reports its paper count):
   `rag bench` does), then ranks each scored question at top_k=5. hit@5: the share of the
   eval set's lookup and factual questions whose gold (resolved once against the seeds
   and the base abstracts: the synthetic text only recombines base sentences) is among the
-  first five papers. `rss_gb`: that process's peak RSS (ru_maxrss), model included.
+  first five papers. `rss_gb`: that process's peak RSS (VmHWM; not ru_maxrss, which on
+  Linux also holds the peak of the bench process it was started from), model included.
 - `disk_gb`: the allocated size of the index folder (as `du` counts it), snapshots
   included, after the cold starts.
 """
@@ -388,13 +389,18 @@ def probe(job: dict[str, Any]) -> dict[str, Any]:
     for question in job["questions"]:
         retrieval.append(assistant.ask(question, mode="extractive").timings_ms["retrieve"])
     ranked = [[h.paper.paper_id for h in assistant.search(q, top_k=5)] for q in job["scored"]]
-    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    # VmHWM, the peak of this process's own memory: ru_maxrss would also count the bench
+    # process it was started from (Linux carries the parent's peak across fork and exec;
+    # a 1M probe read 13.96 GB by ru_maxrss, 3.2 GB by VmHWM).
+    peak = peak_rss_gb(os.getpid())
+    if peak is None:
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2  # KiB on Linux
     rows = len(assistant.retriever.catalog.ids)
     past = rows >= settings.ann_min_rows
     return {
         "retrieval_ms": retrieval,
         "ranked": ranked,
-        "rss_gb": round(peak_kb / 1024**2, 3),  # before the exact searches below
+        "rss_gb": round(peak, 3),  # before the exact searches below
         "dense_search": ("server" if settings.chroma_url else "ann") if past else "exact",
         "papers": len(assistant.retriever.catalog.papers),
         "recall": dense_recall(assistant, job["questions"]),

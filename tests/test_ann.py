@@ -246,3 +246,31 @@ def test_the_name_and_acronym_tables_load_with_bm25_instead_of_a_pass_over_the_a
         loaded.abbreviations(question),
     )
     assert got == expected and expected[1]
+
+
+def test_a_large_top_k_from_a_sampled_floor_is_the_full_partitions(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from rag.retrieval import retrieve
+
+    rng = np.random.default_rng(7)
+    cases = [
+        rng.random(300_000, dtype=np.float32),  # dense scores, no ties
+        np.round(rng.random(300_000), 2).astype(np.float32),  # many ties
+        np.where(rng.random(300_000) < 0.03, rng.random(300_000), 0).astype(np.float32),  # BM25
+        np.zeros(300_000, dtype=np.float32),  # nothing matched
+    ]
+    masks = [None, rng.random(300_000) < 0.5, rng.random(300_000) < 0.001]
+    sampled = []
+    for scores in cases:
+        for mask in masks:
+            for depth in (1, 50, 400):
+                rows = retrieve._above_sampled_floor(
+                    scores if mask is None else np.where(mask, scores, -np.inf), depth
+                )
+                sampled.append(rows is not None)
+                fast = retrieve._best_rows(scores, depth, mask)
+                with monkeypatch.context() as patch:
+                    patch.setattr(retrieve, "SAMPLED_ROWS", 10**12)  # every row partitioned
+                    assert fast == retrieve._best_rows(scores, depth, mask)
+    assert sum(sampled) >= 12  # the sampled path ran (not only the fallback)

@@ -52,6 +52,7 @@ from rag.types import Filters, Hit, Paper, split_chunk_id
 __all__ = ["Filters", "Retriever", "Scope"]
 
 DEPTH_PER_K = 8  # candidates per requested paper from each retriever, before fusion
+SAMPLED_ROWS = 100_000  # from here a top-k looks only above a sampled floor (`_best_rows`)
 # Chunks from which BM25 runs beside the dense search (on the pool's thread). Below, one
 # thread is as fast: at 2,648 chunks BM25 takes 0.25 ms and the hand-over eats it
 # (retrieval p50 4.9 ms beside, 4.5 ms after one another, under load).
@@ -934,9 +935,37 @@ def _best_rows(scores: np.ndarray, depth: int, mask: np.ndarray | None) -> list[
     if mask is not None:
         scores = np.where(mask, scores, -np.inf)
     depth = min(depth, len(scores))
-    top = np.argpartition(-scores, depth - 1)[:depth]
+    rows = _above_sampled_floor(scores, depth)  # the same best rows, from a few hundred
+    picked = scores if rows is None else scores[rows]
+    chosen = np.arange(len(picked))
+    if len(picked) > depth:  # the best `depth`; of rows tied at the cut, the first ones
+        cut = np.partition(picked, len(picked) - depth)[len(picked) - depth]
+        above = np.flatnonzero(picked > cut)
+        chosen = np.concatenate([above, np.flatnonzero(picked == cut)[: depth - len(above)]])
+    top = chosen if rows is None else rows[chosen]
     top = top[np.lexsort((top, -scores[top]))]  # ties (a paper's equal chunks): by row
     return [(int(i), float(scores[i])) for i in top if scores[i] > -np.inf]
+
+
+SAMPLE_STRIDE = 16  # every 16th row estimates the floor of a large top-k (`_best_rows`)
+
+
+def _above_sampled_floor(scores: np.ndarray, depth: int) -> np.ndarray | None:
+    """The rows scoring at least the `depth`-th best score of every SAMPLE_STRIDE-th row:
+    those rows are themselves `depth` rows, so the best `depth` of all are among them
+    (exact), and there are about SAMPLE_STRIDE x depth of them. None below SAMPLED_ROWS
+    rows, or when the floor keeps too many (ties, masked rows), where one partition of
+    every row is as fast (1.4M chunks: the BM25 top 50 in ~2 ms instead of ~12)."""
+    if len(scores) < SAMPLED_ROWS:
+        return None
+    sample = scores[::SAMPLE_STRIDE]
+    if len(sample) < depth:
+        return None
+    floor = np.partition(sample, len(sample) - depth)[len(sample) - depth]
+    if not np.isfinite(floor):
+        return None
+    rows = np.flatnonzero(scores >= floor)
+    return rows if len(rows) <= len(scores) // 8 else None
 
 
 def _paper_id(chunk_id: str) -> str:
