@@ -754,10 +754,17 @@ class Retriever:
             return
         vector = self.embedder.embed_query(query)
         state = self._state()
+        rows_of = []
         for hit in missing:
             stored = state.catalog.papers.get(hit.paper.paper_id)
-            rows = [state.rows[c] for c in (stored.chunk_ids if stored else []) if c in state.rows]
-            hit.dense_similarity = float(self._cosines(state, rows, vector).max()) if rows else None
+            rows_of.append(
+                [state.rows[c] for c in (stored.chunk_ids if stored else []) if c in state.rows]
+            )
+        # one product (or one request to a Chroma server) for every missing hit's chunks
+        cosines = iter(self._cosines(state, [r for rows in rows_of for r in rows], vector))
+        for hit, rows in zip(missing, rows_of, strict=True):
+            scores = [float(next(cosines)) for _ in rows]
+            hit.dense_similarity = max(scores) if scores else None
 
     def _cosines(self, state: _Snapshot, rows: list[int], vector: np.ndarray) -> np.ndarray:
         """The query's cosine to the given chunk rows: from the stored vectors, or asked of
@@ -819,7 +826,8 @@ class Retriever:
         """Nearest rows inside the mask from the Chroma server: a wide scope asks for
         enough neighbours that about 2 x depth fall inside it; a narrow one (under a
         quarter of the chunks) names its chunks. A chunk written after this catalog was
-        read is passed over until the next refresh."""
+        read is passed over until the next refresh. (Asking 4 x depth, which widens the
+        HNSW search, moved recall@10 at 281k chunks only 0.59 -> 0.61, slower.)"""
         catalog, rows = state.catalog, state.rows
         total = len(catalog.ids)
         in_scope = total if mask is None else int(mask.sum())
