@@ -143,3 +143,13 @@ def test_past_ann_min_rows_the_server_searches_and_no_vector_is_pulled(
     state = served.retriever._state()
     assert state.vectors == [] and state.ann == []  # nothing pulled, no local ANN index
     assert not list((tmp_path / "instance").rglob("vectors-*"))  # no vector snapshot either
+    pulled = Assistant(
+        local.model_copy(
+            update={**elsewhere, "server_dense": "local", "index_dir": tmp_path / "b"}
+        ),
+        fake_embedder,
+    )
+    assert [h.paper.paper_id for h in pulled.retriever.search(questions[0], top_k=5)] == [
+        h.paper.paper_id for h in exact.retriever.search(questions[0], top_k=5)
+    ]
+    assert list((tmp_path / "b").rglob("vectors-*"))  # RAG_SERVER_DENSE=local pulls them once

@@ -778,9 +778,9 @@ class Retriever:
         """Tell whether the dense search is the Chroma server's: with RAG_CHROMA_URL past
         RAG_ANN_MIN_ROWS chunks the server's HNSW index answers it, so an instance does not
         pull every vector (1M chunks: 1.5 GB) to answer a question."""
-        return bool(self.settings.chroma_url) and len(state.catalog.ids) >= max(
-            1, self.settings.ann_min_rows
-        )
+        s = self.settings
+        past = len(state.catalog.ids) >= max(1, s.ann_min_rows)
+        return bool(s.chroma_url) and s.server_dense == "server" and past
 
     def stored_vectors(self) -> tuple[CatalogView, Mapping[str, int], np.ndarray]:
         """The catalog, its chunk id -> row map, and every stored vector, a row per chunk
