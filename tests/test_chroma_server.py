@@ -122,8 +122,12 @@ def test_past_ann_min_rows_the_server_searches_and_no_vector_is_pulled(
     settings_factory: Callable[..., Settings],
     fake_embedder: HashEmbedder,
     tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    from rag.retrieval import retrieve
     from rag.types import Filters
+
+    monkeypatch.setattr(retrieve, "SERVED_NAMED_MAX", 10)  # 2024 names its chunks, 2026 not
 
     local = settings_factory(chroma_url=chroma_url, collection="server-test")
     Assistant(local, fake_embedder).ingest([BUNDLED_CORPUS, FIXTURES / "records.csv"])
@@ -131,7 +135,7 @@ def test_past_ann_min_rows_the_server_searches_and_no_vector_is_pulled(
     elsewhere = {"ann_min_rows": 0, "index_dir": tmp_path / "instance"}  # another machine
     served = Assistant(local.model_copy(update=elsewhere), fake_embedder)
     questions = ["speculative decoding latency", "which papers prune kv caches?", "graph rewiring"]
-    scopes = [None, Filters(year=2024), Filters(year=2026)]  # narrow, wide
+    scopes = [None, Filters(year=2024), Filters(year=2026)]  # all, narrow, wide
     for question in questions:
         for scope in scopes:
             want = exact.retriever.search(question, top_k=5, filters=scope)

@@ -53,6 +53,10 @@ __all__ = ["Filters", "Retriever", "Scope"]
 
 DEPTH_PER_K = 8  # candidates per requested paper from each retriever, before fusion
 SAMPLED_ROWS = 100_000  # from here a top-k looks only above a sampled floor (`_best_rows`)
+# A scoped search on a Chroma server names the scope's chunks up to this many (ids sent with
+# each query); past it, it asks for more neighbours, at most SERVED_NEIGHBOURS_MAX.
+SERVED_NAMED_MAX = 10_000
+SERVED_NEIGHBOURS_MAX = 5_000
 # Chunks from which BM25 runs beside the dense search (on the pool's thread). Below, one
 # thread is as fast: at 2,648 chunks BM25 takes 0.25 ms and the hand-over eats it
 # (retrieval p50 4.9 ms beside, 4.5 ms after one another, under load).
@@ -761,10 +765,10 @@ class Retriever:
                 [state.rows[c] for c in (stored.chunk_ids if stored else []) if c in state.rows]
             )
         # one product (or one request to a Chroma server) for every missing hit's chunks
-        cosines = iter(self._cosines(state, [r for rows in rows_of for r in rows], vector))
-        for hit, rows in zip(missing, rows_of, strict=True):
-            scores = [float(next(cosines)) for _ in rows]
-            hit.dense_similarity = max(scores) if scores else None
+        cosines = self._cosines(state, [r for rows in rows_of for r in rows], vector)
+        ends = np.cumsum([len(rows) for rows in rows_of])
+        for hit, scores in zip(missing, np.split(cosines, ends[:-1]), strict=True):
+            hit.dense_similarity = float(scores.max()) if len(scores) else None
 
     def _cosines(self, state: _Snapshot, rows: list[int], vector: np.ndarray) -> np.ndarray:
         """The query's cosine to the given chunk rows: from the stored vectors, or asked of
@@ -823,21 +827,23 @@ class Retriever:
     def _served_rows(
         self, state: _Snapshot, vector: np.ndarray, depth: int, mask: np.ndarray | None
     ) -> list[tuple[int, float]]:
-        """Nearest rows inside the mask from the Chroma server: a wide scope asks for
-        enough neighbours that about 2 x depth fall inside it; a narrow one (under a
-        quarter of the chunks) names its chunks. A chunk written after this catalog was
+        """Nearest rows inside the mask from the Chroma server: a scope of at most
+        SERVED_NAMED_MAX chunks names them; a wider one asks for enough neighbours that
+        about 2 x depth fall inside it (at most SERVED_NEIGHBOURS_MAX, so a scope of under
+        ~2% of the chunks may return fewer than depth). A chunk written after this catalog was
         read is passed over until the next refresh. (Asking 4 x depth, which widens the
         HNSW search, moved recall@10 at 281k chunks only 0.59 -> 0.61, slower.)"""
         catalog, rows = state.catalog, state.rows
         total = len(catalog.ids)
         in_scope = total if mask is None else int(mask.sum())
-        if mask is not None and in_scope < total // 4:
+        if mask is not None and in_scope <= SERVED_NAMED_MAX:
             scoped = [catalog.ids[int(i)] for i in np.flatnonzero(mask)]
             found = self.store.nearest(vector, depth, scoped)
         elif mask is None:
             found = self.store.nearest(vector, depth)
         else:
-            found = self.store.nearest(vector, min(total, -(-2 * depth * total // in_scope)))
+            wanted = -(-2 * depth * total // in_scope)
+            found = self.store.nearest(vector, min(total, wanted, SERVED_NEIGHBOURS_MAX))
         best = [(rows[c], score) for c, score in found if c in rows]
         return [(i, s) for i, s in best if mask is None or mask[i]][:depth]
 
