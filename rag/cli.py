@@ -283,6 +283,7 @@ def _hit_dict(hit: Hit) -> dict[str, Any]:
         "venue": hit.paper.venue,
         "year": hit.paper.year,
         "site": hit.paper.site,
+        "versions": [v.paper_id for v in hit.versions],
     }
 
 

@@ -126,6 +126,12 @@ class Settings(BaseSettings):
     # --- retrieval ---------------------------------------------------------
     top_k: int = Field(6, ge=1, le=50, description="Papers returned as sources.")
     per_paper_cap: int = Field(2, ge=1, description="Chunks of one paper kept in the ranking.")
+    fold_versions: bool = Field(
+        True,
+        description="Show versions of one paper once: a paper sharing half the sentences of "
+        "a better-ranked one (the same work at two venues, a revision) is folded into its "
+        "source as another version, not given a place of its own among top_k.",
+    )
     retriever: Literal["hybrid", "dense", "bm25"] = Field(
         "hybrid", description="dense | bm25 | hybrid (both, fused)."
     )

@@ -234,6 +234,7 @@ class Hit:
     dense_similarity: float | None = None  # best cosine similarity of its chunks, if dense ran
     bm25_score: float | None = None
     chunk_indexes: list[int] = field(default_factory=list)
+    versions: list[Paper] = field(default_factory=list)  # the same paper elsewhere, folded in
 
 
 @dataclass(slots=True)
@@ -251,6 +252,7 @@ class Source:
     year: int | None = None
     site: str | None = None
     all_sources: list[str] = field(default_factory=list)
+    versions: list[str] = field(default_factory=list)  # where its folded versions appeared
     cited: bool = False
     highlights: list[str] = field(default_factory=list)  # sentences that support the answer
     title_generated: bool = False  # the derived label is a title the endpoint wrote

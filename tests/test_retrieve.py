@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
+from rag.answering.answer import make_sources
 from rag.assistant import Assistant
+from rag.corpus.papers import same_paper, sentence_keys
 from rag.retrieval.retrieve import BM25Index, Filters, _relative, _rrf
+from tests.conftest import make_settings
+from tests.fakes import HashEmbedder
 
 # Each question avoids the paper's own name and rare terms; the snippet identifies the gold.
 PARAPHRASES = [
@@ -106,7 +113,7 @@ def test_hybrid_is_at_least_as_good_as_either_retriever(seeded: Assistant) -> No
 
 def test_hits_are_distinct_papers_with_capped_chunks(seeded: Assistant) -> None:
     hits = seeded.search("reinforcement learning for language model reasoning", top_k=8)
-    ids = [h.paper.paper_id for h in hits]
+    ids = [h.paper.paper_id.removeprefix("papers/") for h in hits]
     assert len(ids) == len(set(ids)) == 8
     assert all(1 <= len(h.chunk_indexes) <= seeded.settings.per_paper_cap for h in hits)
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
@@ -159,3 +166,65 @@ def test_both_fusions_find_the_paraphrased_papers(seeded: Assistant, fusion: str
     finally:
         retriever.settings = original
     assert found == len(PARAPHRASES)
+
+
+SUBMISSION = (
+    "We study exploration in deep reinforcement learning with counts over hashed states. "
+    "A simple generalization of classic count-based exploration reaches near "
+    "state-of-the-art results on high-dimensional continuous control benchmarks. "
+    "Hashing states to codes lets us count occurrences with hash tables. "
+    "We find that domain-dependent learned hash codes further improve these results."
+)
+# The camera-ready version: its first sentence rewritten, the others kept.
+CAMERA_READY = SUBMISSION.replace(
+    "We study exploration in deep reinforcement learning with counts over hashed states.",
+    "Count-based exploration is thought to fail in high-dimensional state spaces.",
+)
+OTHER = (
+    "Exploration bonuses in deep reinforcement learning often come from prediction errors "
+    "of a learned dynamics model. We instead reward novelty measured by random network "
+    "distillation on visited states and report strong results on hard Atari games."
+)
+
+
+def test_two_versions_of_one_paper_share_half_their_sentences() -> None:
+    ready, submitted = sentence_keys(CAMERA_READY), sentence_keys(SUBMISSION)
+    assert same_paper(ready, submitted)
+    assert not same_paper(ready, sentence_keys(OTHER))
+    # one sentence in common is not enough, even out of two
+    two = "A first sentence of the paper with some words. The second sentence here differs a lot."
+    one_shared = "A first sentence of the paper with some words. Nothing else is the same in this."
+    assert not same_paper(sentence_keys(two), sentence_keys(one_shared))
+
+
+@pytest.mark.parametrize("fold", [True, False])
+def test_versions_of_a_paper_fold_into_one_source(
+    tmp_path: Path, fake_embedder: HashEmbedder, fold: bool
+) -> None:
+    records = [
+        {"id": "v1", "title": "Exploration", "abstract": SUBMISSION, "venue": "ICLR", "year": 2017},
+        {
+            "id": "v2",
+            "title": "Exploration",
+            "abstract": CAMERA_READY,
+            "venue": "NeurIPS",
+            "year": 2017,
+        },
+        {"id": "o1", "title": "Novelty", "abstract": OTHER, "venue": "ICLR", "year": 2019},
+    ]
+    corpus = tmp_path / "papers.jsonl"
+    corpus.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    settings = make_settings(tmp_path / "index", fold_versions=fold)
+    assistant = Assistant(settings, fake_embedder)
+    assistant.ingest([corpus])
+    hits = assistant.retriever.search("count-based exploration with hashed states", top_k=3)
+    ids = [h.paper.paper_id.removeprefix("papers/") for h in hits]
+    if fold:
+        assert sorted(ids) == ["o1", ids[0]] and ids[0] in ("v1", "v2")
+        (other_version,) = hits[0].versions
+        assert {ids[0], other_version.paper_id.removeprefix("papers/")} == {"v1", "v2"}
+        source = make_sources(hits)[0]
+        assert source.versions == [f"{other_version.venue} 2017"]
+    else:
+        assert sorted(ids) == ["o1", "v1", "v2"]
+        assert all(not h.versions for h in hits)

@@ -60,6 +60,9 @@ def test_citations_link_to_their_source_cards() -> None:
     assert "\\$5" in md
     card = render.source_header_html(_source(3), turn=4)
     assert 'id="src-4-3"' in card and "derived label" in card
+    assert "also" not in card
+    folded = render.source_header_html(_source(3, versions=["ICML 2017", "<i>x</i>"]), turn=4)
+    assert "also ICML 2017, &lt;i&gt;x&lt;/i&gt;" in folded
 
 
 def test_the_authors_bold_shows_as_bold_and_nothing_else_is_markup() -> None:

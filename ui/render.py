@@ -200,6 +200,8 @@ def source_header_html(source: Source, turn: int) -> str:
         unit = "record" if ref.file.lower().endswith(".json") else "line"
         where = f"{ref.file}, {unit} {ref.position}" if ref.position else source.source
         meta.append(f'from <span class="rag-file">{escape_html(where)}</span>')
+    if source.versions:
+        meta.append("also " + ", ".join(escape_html(v) for v in source.versions))
     return (
         f'<div class="rag-src-head" id="{anchor(turn, source.n)}">'
         f'<span class="rag-badge">{source.n}</span> <b>{title}</b>{derived}'

@@ -30,7 +30,7 @@ from rag.llm import Chat, LLMError, OnReset, OnToken
 from rag.question import language
 from rag.question.reading import Query
 from rag.text import overlap, split_sentences
-from rag.types import Answer, Hit, Notice, Source, SourceRef
+from rag.types import Answer, Hit, Notice, Paper, Source, SourceRef
 
 Coverage = Callable[[str, str], float]
 # What a generation path made: its name, the checked answer, the sources shown, whether
@@ -56,10 +56,17 @@ def make_sources(hits: list[Hit]) -> list[Source]:
             year=h.paper.year,
             site=h.paper.site,
             all_sources=[_short_source(s) for s in h.paper.sources],
+            versions=[_where(v) for v in h.versions],
             title_generated=not h.paper.title and bool(h.paper.generated_title),
         )
         for i, h in enumerate(hits, start=1)
     ]
+
+
+def _where(paper: Paper) -> str:
+    """'ICML 2017', else where its abstract came from."""
+    named = " ".join(str(x) for x in (paper.venue, paper.year) if x)
+    return named or (_short_source(paper.sources[0]) if paper.sources else paper.paper_id)
 
 
 def _short_source(source: str) -> str:

@@ -30,6 +30,7 @@ import numpy as np
 import Stemmer
 
 from rag.config import Settings
+from rag.corpus.papers import same_paper, sentence_keys
 from rag.embedding.embed import Embedder
 from rag.question.reading import Vocabulary, status_matches, venue_key
 from rag.retrieval.ann import AnnIndex
@@ -740,8 +741,21 @@ class Retriever:
             by_paper.setdefault(_paper_id(cid), []).append(cid)
         similarity, bm25_score = dict(dense), dict(sparse)
         hits: list[Hit] = []
-        for pid in sorted(paper_score, key=paper_score.__getitem__, reverse=True)[:top_k]:
-            hit = Hit(paper=catalog.papers[pid].paper, score=paper_score[pid])
+        keys: list[frozenset[str]] = []  # each hit's sentence keys, when versions fold
+        for pid in sorted(paper_score, key=paper_score.__getitem__, reverse=True):
+            if len(hits) == top_k:
+                break
+            paper = catalog.papers[pid].paper
+            if s.fold_versions:
+                own = sentence_keys(paper.abstract)
+                first = next(
+                    (h for h, k in zip(hits, keys, strict=True) if same_paper(own, k)), None
+                )
+                if first is not None:
+                    first.versions.append(paper)
+                    continue
+                keys.append(own)
+            hit = Hit(paper=paper, score=paper_score[pid])
             cids = by_paper[pid]
             hit.chunk_indexes = [split_chunk_id(c)[1] for c in cids[: s.per_paper_cap]]
             sims = [similarity[c] for c in cids if c in similarity]
