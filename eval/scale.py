@@ -32,10 +32,14 @@ synthetic papers, as the index reports its paper count):
 
 - `ingest_s`: cumulative seconds of the ingests that grew the index to this size, less
   the seconds spent in the real model (the seeds' ~70 chunks, once); `ingest_step_s` the
-  last step alone. Each step is the `rag ingest` of one new JSONL file (the papers from
-  the last size to this one) by a new `Assistant`: it loads the catalog snapshot, reads
-  and plans the file, chunks, makes the vectors (the noise: a small share), upserts into
-  Chroma (which also builds its HNSW graph), and saves the catalog snapshot.
+  last step alone; `ingest_ms_per_paper` that step's seconds per paper it added, and
+  `ingest_cpu_ms_per_paper` its CPU time (every thread of this process: chunking, the
+  writer, Chroma's own threads) per paper added, which other load on the machine hardly
+  moves: the figure that says whether ingest grows linearly. Each step is the `rag
+  ingest` of one new JSONL file (the papers from the last size to this one) by a new
+  `Assistant`: it loads the catalog snapshot, reads and plans the file, chunks, makes
+  the vectors (the noise: a small share), upserts into Chroma (which also builds its
+  HNSW graph), and saves the catalog snapshot.
 - `snapshot_s`: exec to exit of the first new `rag ask --json` process after the step,
   which builds and saves the retrieval (BM25, term statistics) and vector snapshots.
 - `cold_start_s`: the median of eval.bench.COLD_RUNS more such processes (exec to exit: imports,
@@ -103,6 +107,8 @@ ROW_KEYS = (
     "papers",
     "ingest_s",
     "ingest_step_s",
+    "ingest_ms_per_paper",
+    "ingest_cpu_ms_per_paper",
     "query_p50_ms",
     "query_p95_ms",
     "hit_at_5",
@@ -644,9 +650,11 @@ def run_scale(
         paths: list[str | Path] = [part] if made else [part, BUNDLED_CORPUS]
         made = wanted
         model_before = embedder.model_s
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), _cpu_s()
         summary = Assistant(bench_settings, embedder).ingest(paths)
         step_s = time.perf_counter() - start - (embedder.model_s - model_before)
+        step_cpu_s = _cpu_s() - cpu_start
+        added = size - (rows[-1]["papers"] if rows else 0)
         total_s += step_s
         release_memory()  # the step's catalog, before the processes that measure start
         log(f"{summary.total_papers} papers: ingest step {step_s:.1f} s")
@@ -665,6 +673,8 @@ def run_scale(
             "papers": summary.total_papers,
             "ingest_s": round(total_s, 2),
             "ingest_step_s": round(step_s, 2),
+            "ingest_ms_per_paper": round(1000 * step_s / added, 3),
+            "ingest_cpu_ms_per_paper": round(1000 * step_cpu_s / added, 3),
             "query_p50_ms": percentile(probed["retrieval_ms"], 50),
             "query_p95_ms": percentile(probed["retrieval_ms"], 95),
             "hit_at_5": hit_rate(ranked, scored),
@@ -708,6 +718,12 @@ def run_scale(
         "hit_questions": len(scored),
         "questions": len(QUESTIONS),
     }
+
+
+def _cpu_s() -> float:
+    """CPU seconds of this process so far, every thread's (Chroma's own included)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _rounded(value: float | None, digits: int = 4) -> float | None:
