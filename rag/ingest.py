@@ -19,7 +19,7 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
@@ -34,6 +34,7 @@ from rag.corpus.titles import TitleJob, needs_title, title_papers
 from rag.embedding.embed import Embedder
 from rag.errors import RagError
 from rag.store import snapshot as snapshots
+from rag.store.columns import MappedCatalog
 from rag.store.index import Catalog, Store, StoredPaper, embedded_text
 from rag.types import Chunk, IngestSummary, Paper, Skip, SourceRef
 
@@ -99,7 +100,7 @@ def ingest(
     prune: bool = False,
     progress: Progress | None = None,
     titles: TitleJob | None = None,
-) -> tuple[IngestSummary, Catalog]:
+) -> tuple[IngestSummary, Catalog | MappedCatalog]:
     """Bring the store in step with the given files; return what changed and the catalog.
 
     With `titles`, papers stored with neither a real nor a generated title are then given
@@ -121,17 +122,18 @@ def ingest(
             store.set_stamp(stamp)
         assert stamp is not None
         inputs = snapshots.inputs_of(files, fields.names, settings, store.embed_model)
-        catalog = snapshots.load_catalog(store, stamp)
+        saved = snapshots.open_saved_catalog(store, stamp)
+        if titles and isinstance(saved, MappedCatalog):
+            saved = saved.materialize()  # titling edits stored papers in place
         if (
-            catalog is not None
-            and not (titles and any(needs_title(sp.paper) for sp in catalog.papers.values()))
-            and _replay(snapshots.load_manifest(settings, stamp), inputs, prune, catalog, summary)
+            saved is not None
+            and not (titles and any(needs_title(sp.paper) for sp in saved.papers.values()))
+            and _replay(snapshots.load_manifest(settings, stamp), inputs, prune, saved, summary)
         ):
-            return _finish(summary, catalog, started), catalog
-        from_snapshot = catalog is not None
-        if catalog is None:
-            catalog = store.load_catalog()
-            catalog.stamp = stamp
+            return _finish(summary, saved, started), saved
+        from_snapshot = saved is not None
+        catalog = store.load_catalog() if saved is None else saved
+        catalog.stamp = catalog.stamp or stamp
         plan = _Plan(catalog, summary)
         for item in read_papers(files, fields, summary):
             if isinstance(item, Skip):
@@ -151,22 +153,31 @@ def ingest(
         )
         if titles and untitled:
             _write_titles(untitled, titles, plan, store, chunker, summary)
-        final = catalog
+        final: Catalog | MappedCatalog = catalog
         if changed:  # after the last write
             stamp = snapshots.new_stamp()
             store.set_stamp(stamp)
             # Only new papers written: the catalog grows by them as Chroma would read it
-            # back (22k papers: ~2.5 s less); anything else is read back from Chroma.
-            final = _appended(catalog, written) if plan.appends_only else store.load_catalog()
+            # back (22k papers: ~2.5 s less), an opened file by its bytes and the new
+            # papers' (rag/store/columns.py); anything else is read back from Chroma.
+            if not plan.appends_only:
+                final = store.load_catalog()
+            elif isinstance(catalog, MappedCatalog):
+                added = _appended(Catalog(labels=catalog.labels, stamp=stamp), written)
+                final = snapshots.append_catalog(store, catalog, added) or store.load_catalog()
+            else:
+                final = _appended(catalog, written)
             final.stamp = stamp
-        if changed or not from_snapshot:
+        if isinstance(final, Catalog) and (changed or not from_snapshot):
             snapshots.save_catalog(store, final)
         if plan.distinct:  # else a re-run may not repeat this one: leave it the normal path
             snapshots.save_manifest(store, stamp, _manifest(inputs, prune, summary))
     return _finish(summary, final, started), final
 
 
-def _finish(summary: IngestSummary, catalog: Catalog, started: float) -> IngestSummary:
+def _finish(
+    summary: IngestSummary, catalog: Catalog | MappedCatalog, started: float
+) -> IngestSummary:
     summary.total_papers = len(catalog.papers)
     summary.total_chunks = catalog.n_chunks
     summary.seconds = round(time.perf_counter() - started, 3)
@@ -189,7 +200,7 @@ def _replay(
     manifest: snapshots.Manifest | None,
     inputs: snapshots.Inputs,
     prune: bool,
-    catalog: Catalog,
+    catalog: Catalog | MappedCatalog,
     summary: IngestSummary,
 ) -> bool:
     """Fill in what a re-run over unchanged inputs would report; False when in any doubt."""
@@ -197,7 +208,7 @@ def _replay(
         return False
     if prune and not (manifest.prune and _other_sources_exist(catalog, inputs)):
         return False  # pruning again could drop papers whose files went since
-    if catalog.stale_ids or not all(sp.complete for sp in catalog.papers.values()):
+    if catalog.stale_ids or not catalog.all_complete():
         return False  # left over by a crash: the normal path cleans up
     summary.files = manifest.files
     summary.records = manifest.records
@@ -207,7 +218,7 @@ def _replay(
     return True
 
 
-def _other_sources_exist(catalog: Catalog, inputs: snapshots.Inputs) -> bool:
+def _other_sources_exist(catalog: Catalog | MappedCatalog, inputs: snapshots.Inputs) -> bool:
     ingested = {path for path, *_ in inputs.files}
     named = {SourceRef.parse(s).file for sp in catalog.papers.values() for s in sp.paper.sources}
     return all(Path(name).exists() for name in named - ingested)
@@ -216,10 +227,16 @@ def _other_sources_exist(catalog: Catalog, inputs: snapshots.Inputs) -> bool:
 class _Plan:
     """What to do with each incoming paper, decided against the catalog."""
 
-    def __init__(self, catalog: Catalog, summary: IngestSummary) -> None:
+    def __init__(self, catalog: Catalog | MappedCatalog, summary: IngestSummary) -> None:
         self.catalog = catalog
         self.summary = summary
-        self.by_hash = {sp.content_hash: pid for pid, sp in catalog.papers.items()}
+        # what each incoming paper is looked up in: sets and dicts (an opened file's from
+        # its id and hash columns, ~1 s a million), a stored paper decoded only when found
+        self.stored: Collection[str] = (
+            set(catalog.paper_ids) if isinstance(catalog, MappedCatalog) else catalog.papers
+        )
+        self.by_hash = catalog.by_hash()
+        self.rewrites = False  # a stored paper is embedded again
         self.embed: list[Paper] = []
         self.relabel: list[Paper] = []
         self.delete: list[str] = list(catalog.stale_ids)
@@ -232,13 +249,13 @@ class _Plan:
         # id) keeps its stored id: ids stay stable across re-ingest.
         pid = (
             paper.paper_id
-            if paper.paper_id in self.catalog.papers
+            if paper.paper_id in self.stored
             else self.by_hash.get(paper.content_hash, paper.paper_id)
         )
         paper.paper_id = pid
         self.distinct = self.distinct and pid not in self.seen
         self.seen.add(pid)
-        stored = self.catalog.papers.get(pid)
+        stored = self.catalog.papers[pid] if pid in self.stored else None
         if stored is None:
             self.summary.papers_new += 1
             self.embed.append(paper)
@@ -250,10 +267,12 @@ class _Plan:
         if stored.content_hash != paper.content_hash:
             self.summary.papers_updated += 1
             self.embed.append(paper)
+            self.rewrites = True
             self.delete.extend(stored.chunk_ids)  # new ids overwrite; leftovers go
         elif not stored.complete:
             self.summary.papers_new += 1  # redo a paper a killed ingest left half-written
             self.embed.append(paper)
+            self.rewrites = True
         else:
             self.summary.papers_unchanged += 1
             if _visible_fields(paper) != _visible_fields(stored.paper):
@@ -283,11 +302,7 @@ class _Plan:
     @property
     def appends_only(self) -> bool:
         """Tell whether the plan only adds papers the catalog does not hold."""
-        return (
-            not self.delete
-            and not self.relabel
-            and not any(p.paper_id in self.catalog.papers for p in self.embed)
-        )
+        return not self.delete and not self.relabel and not self.rewrites
 
     def stored_after(self) -> list[Paper]:
         """Every paper the store holds once the plan is applied: stored ones (as updated)

@@ -22,6 +22,7 @@ import pytest
 
 import rag.ingest
 import rag.retrieval.retrieve
+import rag.store.columns
 from rag.assistant import Assistant
 from rag.config import Settings
 from rag.corpus.papers import FieldMap
@@ -529,3 +530,43 @@ def test_a_killed_writers_temp_file_is_removed_by_the_next_write(
     assert not old.exists() and recent.exists()  # a live writer's file is left alone
     assert saved(settings, "catalog", "stamp1").n_chunks == 0
     assert saved(settings, "catalog", "stamp2") is None
+
+
+def test_an_ingest_that_only_adds_papers_appends_to_the_saved_catalog(
+    corpus: list[Path],
+    tmp_path: Path,
+    settings_factory: SettingsFactory,
+    fake_embedder: HashEmbedder,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """New papers onto a saved catalog: its file is extended (nothing stored is decoded
+    or re-encoded, Chroma is not read back) and holds what Chroma holds."""
+    settings = settings_factory()
+    assistant = Assistant(settings, fake_embedder)
+    assistant.ingest(corpus)
+    added = tmp_path / "added.jsonl"
+    records = [
+        {"id": "new-1", "title": "A", "abstract": A1 + " Again.", "venue": "NeurIPS", "year": 2031},
+        {"id": "new-2", "abstract": A2 + " Once more.", "venue": "ICLR", "year": 2026},
+    ]
+    added.write_text("".join(json.dumps(r) + "\n" for r in records), "utf-8")
+    with monkeypatch.context() as patch:
+        forbid(patch, Store, "load_catalog")
+        forbid(patch, snapshots, "write_columns")  # the whole-catalog writer
+        forbid(patch, rag.store.columns, "decode_record")  # no stored paper decoded
+        summary, catalog = rag.ingest.ingest([added], assistant.store, fake_embedder, settings)
+    assert (summary.papers_new, summary.papers_unchanged) == (2, 0)
+    assert isinstance(catalog, rag.store.columns.MappedCatalog)
+    assert catalog.stamp == assistant.store.stamp()
+    stored = assistant.store.load_catalog()
+    assert catalog_view(catalog) == catalog_view(stored)
+    assert catalog.facets()[0] == stored.facets()[0]  # the new venue appended as a code
+    assert list(catalog.facets()[1]) == list(stored.facets()[1])
+    assert list(catalog.row_papers()) == list(stored.row_papers())
+    assert catalog.by_hash() == stored.by_hash() and catalog.all_complete()
+    # a new process opens the appended file and answers from it, the new papers in scope
+    fresh = Assistant(settings, fake_embedder)
+    hits = fresh.retriever.search("sentences", top_k=10, filters=Filters(venue="NeurIPS"))
+    assert [h.paper.paper_id for h in hits] == ["added/new-1"]
+    again, _ = rag.ingest.ingest([*corpus, added], assistant.store, fake_embedder, settings)
+    assert (again.papers_new, again.papers_unchanged, again.chunks_embedded) == (0, 7, 0)

@@ -17,6 +17,11 @@ covers the header fields and every array but the two text blobs (chunk texts, pa
 records: most of the bytes, which a cold start must not read): a truncated file, a torn
 write or damaged offsets are refused; a flipped byte inside a text is not seen, as with
 the mapped vectors and BM25 arrays.
+
+An ingest that only adds papers writes the next file from the one it opened
+(`write_appended`): the old arrays' bytes are copied as they are and only the new papers
+are encoded, so adding a thousand papers to a million does not decode and re-encode the
+million (each paper's content hash and chunk count are columns, for the ingest's plan).
 """
 
 from __future__ import annotations
@@ -39,7 +44,8 @@ from rag.store.index import Catalog, Facet, StoredPaper
 from rag.types import Paper, split_chunk_id
 
 MAGIC = b"RAG-COLUMNS\n"
-FORMAT = 1  # bump when the layout changes: older files are then ignored (and rebuilt)
+FORMAT = 2  # bump when the layout changes: older files are then ignored (and rebuilt)
+# 2: each paper's content hash and chunk count, so an ingest plans on the mapped file
 _ALIGN = 64
 _UNHASHED = frozenset({"texts.blob", "records.blob"})
 _CACHE = 4096  # decoded papers kept per catalog (a question touches tens)
@@ -122,6 +128,11 @@ class PaperOf(Sequence[str]):
     def __iter__(self) -> Iterator[str]:
         ids = list(self._ids)
         return (ids[j] for j in self._rows.tolist())
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 class Papers(Mapping[str, StoredPaper]):
@@ -247,6 +258,7 @@ class MappedCatalog:
             .reshape(spec["shape"])
             for name, spec in header["arrays"].items()
         }
+        self.arrays = arrays  # as mapped, for `appended_columns`
         meta = header["meta"]
         self.stamp: str | None = header["stamp"]
         self.labels: int = meta["labels"]
@@ -257,6 +269,8 @@ class MappedCatalog:
         self.paper_ids = Strings(arrays["pids.blob"], arrays["pids.offsets"])
         self._row_papers = arrays["row_papers"]
         self._facet_codes = arrays["facet_codes"]
+        self.hashes = Strings(arrays["hashes.blob"], arrays["hashes.offsets"])
+        self._n_chunks = arrays["n_chunks"]
         records = Strings(arrays["records.blob"], arrays["records.offsets"])
         self.papers = Papers(self.paper_ids, arrays["pid_order"], records, path)
         self.paper_of = PaperOf(self.paper_ids, self._row_papers)
@@ -277,6 +291,15 @@ class MappedCatalog:
     def facets(self) -> tuple[list[Facet], np.ndarray]:
         """The distinct scope fields, and each paper's code into them."""
         return self._facets, self._facet_codes
+
+    def all_complete(self) -> bool:
+        """Tell whether every paper has all its chunks (nothing decoded)."""
+        held = np.bincount(self._row_papers, minlength=len(self.paper_ids))
+        return bool(np.array_equal(held, self._n_chunks))
+
+    def by_hash(self) -> dict[str, str]:
+        """Content hash -> paper id of every paper (read from two columns, nothing decoded)."""
+        return dict(zip(self.hashes, self.paper_ids, strict=True))
 
     def materialize(self) -> Catalog:
         """Everything read into the in-memory catalog (what an ingest diffs and edits)."""
@@ -334,55 +357,108 @@ def _strings(values: Iterable[str]) -> tuple[np.ndarray, np.ndarray]:
     return np.frombuffer(b"".join(encoded), dtype=np.uint8), offsets
 
 
-def columns_of(catalog: Catalog) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    """The arrays and meta fields that hold `catalog`."""
+_STRING_COLUMNS = ("ids", "texts", "pids", "hashes", "records")
+Parts = dict[str, list[np.ndarray]]  # each array of the file, as the pieces written in order
+
+
+def _columns(catalog: Catalog, row_base: int, paper_base: int, code: dict[Facet, int]) -> Parts:
+    """The per-row and per-paper arrays of `catalog`'s papers, numbered as if
+    `paper_base` papers and `row_base` rows came before them; `code` numbers the scope
+    combinations (extended with the new ones, in first-seen order: `Catalog.facets`)."""
     pids = list(catalog.papers)
+    stored = list(catalog.papers.values())
     number = {pid: i for i, pid in enumerate(pids)}
     rows: list[list[int]] = [[] for _ in pids]
     row_papers = np.empty(len(catalog.paper_of), dtype=np.int32)
     for row, pid in enumerate(catalog.paper_of):
-        row_papers[row] = number[pid]
-        rows[number[pid]].append(row)
-    facets, codes = catalog.facets()
-    records = zip(catalog.papers.values(), rows, strict=True)
-    arrays: dict[str, np.ndarray] = {}
+        row_papers[row] = paper_base + number[pid]
+        rows[number[pid]].append(row_base + row)
+    codes = (code.setdefault(Facet.of(sp.paper), len(code)) for sp in stored)
+    arrays: Parts = {}
     for name, values in (
         ("ids", catalog.ids),
         ("texts", catalog.texts),
         ("pids", pids),
-        ("records", (encode_record(sp, r) for sp, r in records)),
+        ("hashes", (sp.content_hash for sp in stored)),
+        ("records", (encode_record(sp, r) for sp, r in zip(stored, rows, strict=True))),
     ):
-        arrays[f"{name}.blob"], arrays[f"{name}.offsets"] = _strings(values)
-    arrays["pid_order"] = np.array(sorted(range(len(pids)), key=pids.__getitem__), np.int32)
-    arrays["row_papers"] = row_papers
-    arrays["facet_codes"] = codes
+        blob, offsets = _strings(values)
+        arrays[f"{name}.blob"], arrays[f"{name}.offsets"] = [blob], [offsets]
+    arrays["row_papers"] = [row_papers]
+    arrays["facet_codes"] = [np.fromiter(codes, np.int32, len(stored))]
+    arrays["n_chunks"] = [np.fromiter((sp.n_chunks for sp in stored), np.int32, len(stored))]
+    return arrays
+
+
+def _sort_order(values: Iterable[str]) -> np.ndarray:
+    """The permutation that sorts the strings (numpy's order of str is Python's)."""
+    return np.argsort(np.array(list(values), dtype=str), kind="stable").astype(np.int32)
+
+
+def columns_of(catalog: Catalog) -> tuple[Parts, dict[str, Any]]:
+    """The arrays and meta fields that hold `catalog`."""
+    code: dict[Facet, int] = {}
+    arrays = _columns(catalog, 0, 0, code)
+    arrays["pid_order"] = [_sort_order(catalog.papers)]
     meta = {
         "labels": catalog.labels,
         "stale_ids": list(catalog.stale_ids),
-        "facets": [list(f) for f in facets],
+        "facets": [list(f) for f in code],
+    }
+    return arrays, meta
+
+
+def appended_columns(old: MappedCatalog, added: Catalog) -> tuple[Parts, dict[str, Any]]:
+    """The arrays and meta fields of `old` with the papers of `added` after its own: its
+    arrays are carried as they are (bytes copied, nothing decoded), only the new papers
+    are encoded, and the id order is sorted again (numpy, ~1 s a million)."""
+    code = {facet: i for i, facet in enumerate(old.facets()[0])}
+    new = _columns(added, old.n_chunks, len(old.paper_ids), code)
+    arrays: Parts = {}
+    for name in _STRING_COLUMNS:
+        offsets = old.arrays[f"{name}.offsets"]
+        arrays[f"{name}.blob"] = [old.arrays[f"{name}.blob"], *new[f"{name}.blob"]]
+        arrays[f"{name}.offsets"] = [offsets, new[f"{name}.offsets"][0][1:] + offsets[-1]]
+    for name in ("row_papers", "facet_codes", "n_chunks"):
+        arrays[name] = [old.arrays[name], *new[name]]
+    arrays["pid_order"] = [_sort_order(itertools.chain(old.paper_ids, added.papers))]
+    meta = {
+        "labels": old.labels,
+        "stale_ids": list(old.stale_ids),
+        "facets": [list(f) for f in code],
     }
     return arrays, meta
 
 
 def write_columns(handle: BinaryIO, stamp: str, catalog: Catalog) -> None:
     """Write `catalog` to an open file in the layout above."""
-    arrays, meta = columns_of(catalog)
+    _write(handle, stamp, *columns_of(catalog))
+
+
+def write_appended(handle: BinaryIO, stamp: str, old: MappedCatalog, added: Catalog) -> None:
+    """Write `old` with `added`'s papers after its own (`appended_columns`)."""
+    _write(handle, stamp, *appended_columns(old, added))
+
+
+def _write(handle: BinaryIO, stamp: str, arrays: Parts, meta: dict[str, Any]) -> None:
     specs: dict[str, dict[str, Any]] = {}
+    pieces: list[tuple[int, str, Any]] = []
     offset = 0
-    for name, array in arrays.items():
+    for name, parts in arrays.items():
         offset = -(-offset // _ALIGN) * _ALIGN
+        dtype = parts[0].dtype
+        nbytes = sum(part.nbytes for part in parts)
         specs[name] = {
-            "dtype": array.dtype.str,
-            "shape": list(array.shape),
+            "dtype": dtype.str,
+            "shape": [sum(len(part) for part in parts)],
             "offset": offset,
-            "bytes": array.nbytes,
+            "bytes": nbytes,
         }
-        offset += array.nbytes
+        for part in parts:
+            assert part.dtype == dtype and part.ndim == 1, name
+            pieces.append((offset, name, np.ascontiguousarray(part).data.cast("B")))
+            offset += part.nbytes
     header = {"format": FORMAT, "stamp": stamp, "arrays": specs, "meta": meta, "size": offset}
-    pieces = [
-        (spec["offset"], name, np.ascontiguousarray(arrays[name]).data.cast("B"))
-        for name, spec in specs.items()
-    ]
     header["sha256"] = _digest(header, pieces, lambda start, end: b"\0" * (end - start))
     line = MAGIC + json.dumps(header, separators=(",", ":")).encode() + b"\n"
     start = -(-len(line) // _ALIGN) * _ALIGN

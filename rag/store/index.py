@@ -143,6 +143,14 @@ class Catalog:
         """The stored papers' ids, in the order `row_papers` and `facets` number them."""
         return list(self.papers)
 
+    def all_complete(self) -> bool:
+        """Tell whether every paper has all its chunks."""
+        return all(sp.complete for sp in self.papers.values())
+
+    def by_hash(self) -> dict[str, str]:
+        """Content hash -> paper id of every paper."""
+        return {sp.content_hash: pid for pid, sp in self.papers.items()}
+
     def row_papers(self) -> np.ndarray:
         """Each chunk row's paper number (an index into `paper_ids`)."""
         number = {pid: i for i, pid in enumerate(self.papers)}

@@ -50,16 +50,22 @@ import pickle
 import secrets
 import sys
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
 from rag.config import Settings
 from rag.corpus.labels import LABELS_VERSION
-from rag.store.columns import ColumnsError, MappedCatalog, read_columns, write_columns
+from rag.store.columns import (
+    ColumnsError,
+    MappedCatalog,
+    read_columns,
+    write_appended,
+    write_columns,
+)
 from rag.store.index import Catalog, CatalogView, Store
 from rag.types import Skip
 
@@ -303,6 +309,24 @@ def read_catalog(settings: Settings, stamp: str | None) -> MappedCatalog | None:
 def write_catalog(settings: Settings, stamp: str, catalog: Catalog) -> bool:
     """Save the catalog's columns for `stamp` atomically, then remove other stamps' (and a
     pre-2026-12 pickled catalog.snap); False (and nothing) on OSError."""
+    return _write_catalog(settings, stamp, lambda handle: write_columns(handle, stamp, catalog))
+
+
+def append_catalog(store: Store, old: MappedCatalog, added: Catalog) -> MappedCatalog | None:
+    """Save `old` with `added`'s papers after its own under `added.stamp` (the stamp the
+    collection has now), as `write_catalog` saves, and open it; None when it could not be
+    saved (the collection moved on, a full disk): the caller reads the store instead."""
+    stamp = added.stamp
+    if not (is_clean(stamp) and store.stamp() == stamp):
+        return None
+    assert stamp is not None
+    written = _write_catalog(
+        store.settings, stamp, lambda handle: write_appended(handle, stamp, old, added)
+    )
+    return read_catalog(store.settings, stamp) if written else None
+
+
+def _write_catalog(settings: Settings, stamp: str, write: Callable[[BinaryIO], None]) -> bool:
     path = catalog_path(settings, stamp)
     if path is None:
         return False
@@ -311,7 +335,7 @@ def write_catalog(settings: Settings, stamp: str, catalog: Catalog) -> bool:
         path.parent.mkdir(parents=True, exist_ok=True)
         _remove_leftovers(path, "catalog")
         with open(temp, "wb") as handle:
-            write_columns(handle, stamp, catalog)
+            write(handle)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(temp, path)
@@ -344,6 +368,18 @@ def load_catalog(store: Store, stamp: str | None) -> Catalog | None:
         return None
     catalog = mapped.materialize()
     catalog.relabel()  # labels follow the current rule (rag/corpus/labels.py), not the saved one
+    return catalog
+
+
+def open_saved_catalog(store: Store, stamp: str | None) -> Catalog | MappedCatalog | None:
+    """The saved catalog as an ingest plans on it: opened in place when its labels follow
+    the current rule (nothing decoded up front), else read whole and relabelled; None if
+    none was saved for `stamp` with as many chunks as Chroma holds."""
+    mapped = _mapped(store, stamp)
+    if mapped is None or mapped.labels == LABELS_VERSION:
+        return mapped
+    catalog = mapped.materialize()
+    catalog.relabel()
     return catalog
 
 
