@@ -14,8 +14,11 @@ A few base sets, each one kind of word, and the lists the stages use, built from
     AGGREGATE_FRAME  what frames a count or comparison rather than its topic
     BOILERPLATE      RESEARCH | what abstracts claim of any result: never a topic's term
 
-The question's scope words (venues, statuses) and the labelling nouns are here too. A
-language other than English keeps its words in its own module (rag/question/translate.py).
+The question's scope words (venues, statuses) and the labelling nouns are here too, and
+the phrases the question reader looks for ('what about', 'since <year>', 'source code'),
+written out by `phrases_of` and matched a token at a time by rag.text.Phrases: one
+matcher, where each rule used to be its own regex. A language other than English keeps
+its words in its own module (rag/question/translate.py).
 """
 
 from __future__ import annotations
