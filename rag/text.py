@@ -9,14 +9,18 @@ abbreviations ("e.g.", "et al.", "Fig."). Content words are lower-cased, stemmed
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any, Generic, TypeVar, overload
 
 import Stemmer
 from rapidfuzz.distance import OSA
 
 from rag.frequency import zipf_frequency
 from rag.lexicon import STOP
+
+V = TypeVar("V")
 
 # After ., ! or ? (or after a citation that follows one: "... works. [2] Next").
 _SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9$\\(*\"“])|(?<=\])\s+(?=[A-Z])")
@@ -214,3 +218,174 @@ def spelled_out(text: str) -> dict[str, str]:
                 found[acronym] = " ".join(run)
                 break
     return found
+
+
+# --- tokens and phrases: what the question reader matches instead of word regexes ----------
+
+_TOKEN = re.compile(r"\w+|[^\w\s]")  # a word (a \b-delimited run) or one punctuation mark
+SLOTS = ("<year>", "<n>", "<d>", "<w>", "<end>")  # see `Phrases`
+_STOPS = frozenset("?.!,")  # what ends a clause, for the <end> slot
+
+
+@dataclass(frozen=True, slots=True)
+class Token:
+    """A word or a punctuation mark of a text, where it stands in it."""
+
+    text: str  # as written
+    key: str  # casefolded: what phrases are matched on
+    start: int
+    end: int
+
+    @property
+    def is_word(self) -> bool:
+        return self.text[0].isalnum() or self.text[0] == "_"
+
+
+@lru_cache(maxsize=8192)
+def tokens(text: str) -> tuple[Token, ...]:
+    """'Is GTO's speedup 2x?' -> Is, GTO, ', s, speedup, 2x, ? (with their offsets). Words
+    are split where a regex's \\b would split them: 'open-source' is open, -, source."""
+    return tuple(
+        Token(m.group(), m.group().casefold(), m.start(), m.end()) for m in _TOKEN.finditer(text)
+    )
+
+
+def hyphen_words(text: str) -> list[str]:
+    """The words of a text with their inner hyphens, as written: 'DeMo-like (i) decouples
+    all-reduce' -> ['DeMo-like', 'i', 'decouples', 'all-reduce'] (the runs of word
+    characters and hyphens)."""
+    runs: list[str] = []
+    last_end = -1
+    for token in tokens(text):
+        if not (token.is_word or token.text == "-"):
+            last_end = -1
+            continue
+        if token.start == last_end:
+            runs[-1] += token.text
+        else:
+            runs.append(token.text)
+        last_end = token.end
+    return runs
+
+
+def is_year(text: str) -> bool:
+    """'2026' and '1987' are years a question may name; '1500', '2077' and '26' are not."""
+    return len(text) == 4 and text.isdecimal() and 1980 <= int(text) <= 2049
+
+
+def _fills(slot: str, tokens_: tuple[Token, ...], i: int) -> bool:
+    """Tell whether a slot takes the token at `i` (<end> takes none; see `Phrases`)."""
+    if slot == "<end>":
+        return i == len(tokens_) or tokens_[i].text in _STOPS
+    if i >= len(tokens_):
+        return False
+    text = tokens_[i].text
+    if slot == "<year>":
+        return is_year(text)
+    if slot == "<n>":
+        return text.isdecimal()
+    if slot == "<d>":
+        return len(text) == 1 and text.isdecimal()
+    return tokens_[i].is_word  # <w>
+
+
+@dataclass(frozen=True, slots=True)
+class PhraseMatch(Generic[V]):
+    """Where a phrase of a `Phrases` was found."""
+
+    phrase: str  # as listed
+    value: V
+    first: int  # token index of its first token
+    stop: int  # token index after its last token
+    start: int  # character offsets in the text
+    end: int
+    slots: tuple[str, ...]  # the tokens its slots took, as written ('[<n>]' in '[3]' -> ('3',))
+
+
+_LEAF = "\0"  # a trie key no token has: the phrase ending there
+
+
+class Phrases(Generic[V]):
+    """A list of phrases matched a token at a time, case aside: one matcher for the word
+    lists of rag/lexicon.py, in place of a regex alternation per rule. A phrase is written
+    as text ('what about', "what's", 'open-source', 'vs.') and tokenised as texts are, so
+    it matches where its words stand side by side; a slot stands for a kind of token:
+    <year> a year (1980-2049), <n> a number, <d> one digit, <w> any word, and <end> the
+    end of the text or of a clause (before ? . ! or ,), taking no token. Where phrases
+    overlap, the leftmost wins, then the longest."""
+
+    @overload
+    def __init__(self, phrases: Mapping[str, V]) -> None: ...
+    @overload
+    def __init__(self: Phrases[str], phrases: Iterable[str]) -> None: ...
+    def __init__(self, phrases: Mapping[str, V] | Iterable[str]) -> None:
+        items: Iterable[tuple[str, Any]] = (
+            phrases.items() if isinstance(phrases, Mapping) else ((p, p) for p in phrases)
+        )
+        self._trie: dict[str, Any] = {}
+        for phrase, value in items:
+            node = self._trie
+            for key in _phrase_keys(phrase):
+                node = node.setdefault(key, {})
+            node.setdefault(_LEAF, (phrase, value))
+
+    def search(self, text: str, start: int = 0) -> PhraseMatch[V] | None:
+        """The leftmost-longest match at or after token index `start`, or None."""
+        toks = tokens(text)
+        for i in range(start, len(toks)):
+            found = self._at(toks, i)
+            if found:
+                return found
+        return None
+
+    def match(self, text: str) -> PhraseMatch[V] | None:
+        """The longest match that starts at the text's first token, or None."""
+        return self._at(tokens(text), 0)
+
+    def finditer(self, text: str) -> Iterator[PhraseMatch[V]]:
+        """Every match, left to right, none overlapping."""
+        toks = tokens(text)
+        i = 0
+        while i < len(toks):
+            found = self._at(toks, i)
+            if found:
+                yield found
+                i = max(found.stop, i + 1)
+            else:
+                i += 1
+
+    def _at(self, toks: tuple[Token, ...], i: int) -> PhraseMatch[V] | None:
+        best: tuple[int, Any, tuple[int, ...]] | None = None
+        stack: list[tuple[dict[str, Any], int, tuple[int, ...]]] = [(self._trie, i, ())]
+        while stack:
+            node, j, filled = stack.pop()
+            if _LEAF in node and j > i and (best is None or j > best[0]):
+                best = (j, node[_LEAF], filled)
+            if j < len(toks) and toks[j].key in node:
+                stack.append((node[toks[j].key], j + 1, filled))
+            for slot in SLOTS:
+                if slot in node and _fills(slot, toks, j):
+                    step = 0 if slot == "<end>" else 1
+                    stack.append((node[slot], j + step, filled + ((j,) if step else ())))
+        if best is None:
+            return None
+        stop, (phrase, value), filled = best
+        return PhraseMatch(
+            phrase,
+            value,
+            i,
+            stop,
+            toks[i].start,
+            toks[stop - 1].end,
+            tuple(toks[k].text for k in filled),
+        )
+
+
+def _phrase_keys(phrase: str) -> list[str]:
+    """A phrase's tokens as trie keys, its slots kept whole: '[<n>]' -> ['[', '<n>', ']']."""
+    keys: list[str] = []
+    for token in tokens(phrase):
+        keys.append(token.key)
+        if len(keys) >= 3 and keys[-3] == "<" and keys[-1] == ">" and f"<{keys[-2]}>" in SLOTS:
+            keys[-3:] = [f"<{keys[-2]}>"]
+    return keys

