@@ -122,6 +122,17 @@ def _words(text: str) -> list[str]:
     return [w for w in words if w not in STOP and len(w) > 1]
 
 
+def words(text: str) -> list[str]:
+    """The content words `content_words` stems and `surface_words` keeps, in order, as
+    written (lower-cased): one call serves both for a text read once (an index's pass)."""
+    return _words(text)
+
+
+def stems(words: list[str]) -> list[str]:
+    """Snowball stems of words (`content_words` is the set of `stems(words(text))`)."""
+    return _stemmer().stemWords(words)
+
+
 @lru_cache(maxsize=8192)
 def content_words(text: str) -> frozenset[str]:
     """Stemmed content words: 'Speculative decoding for LLMs' -> {specul, decod, llm}."""

@@ -13,6 +13,7 @@ import re
 import shutil
 import signal
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from rag.embedding.embed import LocalEmbedder
 from rag.retrieval.retrieve import BM25Index, Filters, Retriever, TermStats
 from rag.store import snapshot as snapshots
 from rag.store.index import Catalog, Store, StoreError
+from rag.text import surface_words
 from tests.fakes import HashEmbedder
 
 from .conftest import FIXTURES, make_settings
@@ -339,6 +341,27 @@ def test_bm25_and_term_stats_round_trip_their_state() -> None:
     assert (copy.n, copy.df) == (stats.n, stats.df)
     with pytest.raises(ValueError):
         TermStats.from_state(stats.to_state(), stats.n + 1)
+
+
+def test_a_new_snapshot_reads_the_papers_once_for_what_each_table_would_read(
+    fake_seeded: Assistant,
+) -> None:
+    """`_scan`'s one pass gives the term statistics and the name, acronym and spelling
+    tables their own passes give (a fresh retriever lazily makes each of those)."""
+    built = fake_seeded.retriever
+    built._scan(built.catalog)
+    scanned = (built._names, built._long_forms, built._written, built._spelling)
+    lazy = Retriever(built.store, built.embedder, built.settings)
+    lazy._snapshot, lazy._catalog = None, built.catalog  # no snapshot: every table computed
+    papers = list(built.catalog.papers.values())
+    texts = [f"{sp.paper.label} {sp.paper.abstract}" for sp in papers]
+    with_stems = TermStats(texts)
+    assert built._scan(built.catalog).df == with_stems.df and with_stems.n == len(papers)
+    assert scanned[0] == rag.retrieval.retrieve.names_written(sp.paper.abstract for sp in papers)
+    assert lazy._acronyms() == scanned[1] and lazy._written == scanned[2]
+    spelled = [w for sp in papers for w in surface_words(sp.paper.abstract) if w.isalpha()]
+    assert scanned[3] == Counter(spelled) and scanned[3]["decoding"] > 1
+    assert "clip" in scanned[0] and scanned[1]  # the seeds hold names and acronyms
 
 
 def test_an_ingest_in_the_same_process_refreshes_the_state(

@@ -45,8 +45,10 @@ from rag.text import (
     normalise_terms,
     one_edit_apart,
     spelled_out,
+    stems,
     stems_by_word,
     surface_words,
+    words,
 )
 from rag.types import Filters, Hit, Paper, split_chunk_id
 
@@ -416,11 +418,7 @@ class Retriever:
                         if built is not None:
                             self._adopt_tables(saved)
                     if built is None:
-                        texts = [
-                            f"{sp.paper.label} {sp.paper.abstract}"
-                            for sp in catalog.papers.values()
-                        ]
-                        built = (BM25Index(catalog.texts), TermStats(texts))
+                        built = (BM25Index(catalog.texts), self._scan(catalog))
                         if catalog.stamp:  # best effort: a read-only or full disk is fine
                             self._save_retrieval(catalog.stamp, *built)
                     self._snapshot = _Snapshot(
@@ -428,6 +426,33 @@ class Retriever:
                     )
                 snapshot = self._snapshot
         return snapshot
+
+    def _scan(self, catalog: CatalogView) -> TermStats:
+        """One pass over the stored papers (each decoded once, its abstract's words found
+        once) for what a new snapshot needs of them: the term statistics of label and
+        abstract, and the tables `names`, `_acronyms` and `spelling_counts` would make
+        on their own passes (each exactly as they make it)."""
+        df: Counter[str] = Counter()
+        spelling: Counter[str] = Counter()
+        runs: Counter[str] = Counter()
+        forms: dict[str, Counter[str]] = {}
+        written: dict[str, Counter[str]] = {}
+        n = 0
+        for stored in catalog.papers.values():
+            paper, n = stored.paper, n + 1
+            found = words(paper.abstract)
+            df.update(frozenset(stems(words(paper.label) + found)))
+            spelling.update(w for w in frozenset(found) if w.isalpha())
+            runs.update(_RUN.findall(paper.abstract))
+            for acronym, long in spelled_out(paper.abstract).items():
+                forms.setdefault(acronym.casefold(), Counter())[long.casefold()] += 1
+                written.setdefault(acronym.casefold(), Counter())[acronym] += 1
+        terms = TermStats([])
+        terms.n, terms.df = n, df
+        self._names = names_of_runs(runs)
+        self._long_forms, self._written = _acronym_tables(forms, written)
+        self._spelling = spelling
+        return terms
 
     def _bm25_arrays(self, stamp: str | None) -> dict[str, np.ndarray] | None:
         """BM25's arrays saved for `stamp`, mapped; None when one is missing or damaged."""
@@ -453,7 +478,8 @@ class Retriever:
             "acronyms": [self._acronyms(), self._written],
         }
         snapshots.write(self.settings, "retrieval", stamp, state)
-        self.spelling_counts()  # and its own snapshot, while the abstracts are being read
+        # and the spelling counts as their own snapshot (`_scan` counted them)
+        snapshots.write(self.settings, "spelling", stamp, dict(self.spelling_counts()))
 
     def _adopt_tables(self, saved: dict[str, Any]) -> None:
         """Take the names and acronym tables a retrieval snapshot holds (an older one holds
@@ -651,10 +677,7 @@ class Retriever:
                         for acronym, long in spelled_out(sp.paper.abstract).items():
                             forms.setdefault(acronym.casefold(), Counter())[long.casefold()] += 1
                             written.setdefault(acronym.casefold(), Counter())[acronym] += 1
-                    self._written = {a: c.most_common(1)[0][0] for a, c in written.items()}
-                    self._long_forms = {
-                        a: tuple(f for f, _ in c.most_common(2)) for a, c in forms.items()
-                    }
+                    self._long_forms, self._written = _acronym_tables(forms, written)
                 table = self._long_forms
         return table
 
@@ -939,6 +962,11 @@ def names_written(abstracts: Iterable[str]) -> dict[str, str]:
     runs: Counter[str] = Counter()
     for text in abstracts:
         runs.update(_RUN.findall(text))
+    return names_of_runs(runs)
+
+
+def names_of_runs(runs: Counter[str]) -> dict[str, str]:
+    """`names_written` from the runs its abstracts hold, counted."""
     uses: dict[str, Counter[str]] = {}
     for run, times in runs.items():
         if not run.isascii():  # (the words looked up are ASCII)
@@ -954,6 +982,14 @@ def names_written(abstracts: Iterable[str]) -> dict[str, str]:
         if written != written.lower() and times >= WRITTEN_AS_NAME * forms.total():
             names[word] = written
     return names
+
+
+def _acronym_tables(
+    forms: dict[str, Counter[str]], written: dict[str, Counter[str]]
+) -> tuple[dict[str, tuple[str, ...]], dict[str, str]]:
+    """Acronym -> its two most frequent long forms, and -> its most frequent spelling."""
+    long_forms = {a: tuple(f for f, _ in c.most_common(2)) for a, c in forms.items()}
+    return long_forms, {a: c.most_common(1)[0][0] for a, c in written.items()}
 
 
 def _best_rows(scores: np.ndarray, depth: int, mask: np.ndarray | None) -> list[tuple[int, float]]:
