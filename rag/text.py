@@ -110,33 +110,28 @@ def normalise_terms(text: str) -> str:
     return _BRITISH.sub(r"\1iz\2", _COINED.sub(r"\1\2 \2", text))
 
 
-def _words(text: str) -> list[str]:
-    """Lower-cased words, a hyphenated one also in its parts: 'Qwen3-8B' -> qwen3-8b,
-    qwen3, 8b (so 'qwen3' meets 'Qwen3-8B' and 'text-to-video' meets 'video')."""
-    words = []
+def words(text: str) -> list[str]:
+    """Lower-cased content words, a hyphenated one also in its parts: 'Qwen3-8B' ->
+    qwen3-8b, qwen3, 8b (so 'qwen3' meets 'Qwen3-8B' and 'text-to-video' meets 'video'):
+    what `content_words` stems and `surface_words` keeps."""
+    found = []
     for word in _WORD.findall(normalise_terms(text)):
         word = word.lower().strip("-")
-        words.append(word)
+        found.append(word)
         if "-" in word:
-            words.extend(p for p in word.split("-") if p)
-    return [w for w in words if w not in STOP and len(w) > 1]
+            found.extend(p for p in word.split("-") if p)
+    return [w for w in found if w not in STOP and len(w) > 1]
 
 
-def words(text: str) -> list[str]:
-    """The content words `content_words` stems and `surface_words` keeps, in order, as
-    written (lower-cased): one call serves both for a text read once (an index's pass)."""
-    return _words(text)
-
-
-def stems(words: list[str]) -> list[str]:
+def stems(listed: list[str]) -> list[str]:
     """Snowball stems of words (`content_words` is the set of `stems(words(text))`)."""
-    return _stemmer().stemWords(words)
+    return _stemmer().stemWords(listed)
 
 
 @lru_cache(maxsize=8192)
 def content_words(text: str) -> frozenset[str]:
     """Stemmed content words: 'Speculative decoding for LLMs' -> {specul, decod, llm}."""
-    return frozenset(_stemmer().stemWords(_words(text)))
+    return frozenset(_stemmer().stemWords(words(text)))
 
 
 def overlap(query: str, text: str) -> float:
@@ -170,14 +165,14 @@ def forms_of(text: str, word: str) -> list[str]:
 def stems_by_word(text: str) -> dict[str, str]:
     """Content words with their stems: 'Speculatve decoding' -> {'speculatv': 'speculatve',
     'decod': 'decoding'} (stem -> the word as written, lower-cased)."""
-    kept = _words(text)
+    kept = words(text)
     return dict(zip(_stemmer().stemWords(kept), kept, strict=True))
 
 
 @lru_cache(maxsize=8192)
 def surface_words(text: str) -> frozenset[str]:
     """The lower-cased content words of a text, as written (for typo-tolerant matching)."""
-    return frozenset(_words(text))
+    return frozenset(words(text))
 
 
 def is_english_word(word: str) -> bool:
@@ -261,22 +256,14 @@ def tokens(text: str) -> tuple[Token, ...]:
     )
 
 
+_RUN = re.compile(r"[\w-]+")  # a maximal run of word characters and hyphens
+
+
 def hyphen_words(text: str) -> list[str]:
     """The words of a text with their inner hyphens, as written: 'DeMo-like (i) decouples
     all-reduce' -> ['DeMo-like', 'i', 'decouples', 'all-reduce'] (the runs of word
     characters and hyphens)."""
-    runs: list[str] = []
-    last_end = -1
-    for token in tokens(text):
-        if not (token.is_word or token.text == "-"):
-            last_end = -1
-            continue
-        if token.start == last_end:
-            runs[-1] += token.text
-        else:
-            runs.append(token.text)
-        last_end = token.end
-    return runs
+    return _RUN.findall(text)
 
 
 def is_year(text: str) -> bool:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -28,9 +26,12 @@ def test_tokens_are_the_text_less_its_spaces(text: str) -> None:
     assert "".join(t.text for t in tokens(text)) == "".join(text.split())
 
 
-@given(st.text(alphabet="aB1 -_'?.,é", max_size=30))
-def test_hyphen_words_are_the_runs_of_word_characters_and_hyphens(text: str) -> None:
-    assert hyphen_words(text) == re.findall(r"[\w-]+", text)
+def test_hyphen_words_are_the_runs_of_word_characters_and_hyphens() -> None:
+    text = "DeMo-like (i) decouples all-reduce; Qwen3-8B, -x_y- and café?"
+    assert hyphen_words(text) == [
+        "DeMo-like", "i", "decouples", "all-reduce", "Qwen3-8B", "-x_y-", "and", "café"
+    ]  # fmt: skip
+    assert hyphen_words("  ?! ") == []
 
 
 def test_a_phrase_matches_its_words_side_by_side_case_aside() -> None:

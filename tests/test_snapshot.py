@@ -336,7 +336,7 @@ def test_bm25_and_term_stats_round_trip_their_state() -> None:
         BM25Index.from_state(index.to_state(), len(texts) + 1)
     with pytest.raises(ValueError):
         BM25Index.from_state({**index.to_state(), "bm25s": "0.0.0"}, len(texts))
-    stats = TermStats(texts)
+    stats = TermStats.of(texts)
     copy = TermStats.from_state(stats.to_state(), stats.n)
     assert (copy.n, copy.df) == (stats.n, stats.df)
     with pytest.raises(ValueError):
@@ -355,7 +355,7 @@ def test_a_new_snapshot_reads_the_papers_once_for_what_each_table_would_read(
     lazy._snapshot, lazy._catalog = None, built.catalog  # no snapshot: every table computed
     papers = list(built.catalog.papers.values())
     texts = [f"{sp.paper.label} {sp.paper.abstract}" for sp in papers]
-    with_stems = TermStats(texts)
+    with_stems = TermStats.of(texts)
     assert built._scan(built.catalog).df == with_stems.df and with_stems.n == len(papers)
     assert scanned[0] == rag.retrieval.retrieve.names_written(sp.paper.abstract for sp in papers)
     assert lazy._acronyms() == scanned[1] and lazy._written == scanned[2]

@@ -39,6 +39,7 @@ from rag.store.index import CatalogView, Facet, Store, StoreError
 from rag.text import (
     TERMS_VERSION,
     content_words,
+    hyphen_words,
     is_english_word,
     mentions,
     near_word,
@@ -287,9 +288,14 @@ class _Snapshot:
 class TermStats:
     """Document frequencies of stemmed content words over papers, for term weighting."""
 
-    def __init__(self, texts: list[str]) -> None:
-        self.n = len(texts)
-        self.df: Counter[str] = Counter(w for t in texts for w in content_words(t))
+    def __init__(self, n: int = 0, df: Counter[str] | None = None) -> None:
+        self.n = n  # the papers counted
+        self.df: Counter[str] = df if df is not None else Counter()
+
+    @classmethod
+    def of(cls, texts: list[str]) -> TermStats:
+        """The statistics of texts (`Retriever._scan` counts a catalog's in its one pass)."""
+        return cls(len(texts), Counter(w for t in texts for w in content_words(t)))
 
     def to_state(self) -> dict[str, Any]:
         """The statistics as builtins, for the snapshot."""
@@ -300,9 +306,7 @@ class TermStats:
         """Rebuild statistics saved by `to_state`; ValueError when made over another n."""
         if state["n"] != n or not isinstance(state["df"], dict):
             raise ValueError("term statistics of another catalog")
-        stats = cls([])
-        stats.n, stats.df = n, Counter(state["df"])
-        return stats
+        return cls(n, Counter(state["df"]))
 
     def idf(self, word: str) -> float:
         """Inverse document frequency; unseen words weigh most: log((N+1)/0.5)."""
@@ -443,12 +447,9 @@ class Retriever:
             found = words(paper.abstract)
             df.update(frozenset(stems(words(paper.label) + found)))
             spelling.update(w for w in frozenset(found) if w.isalpha())
-            runs.update(_RUN.findall(paper.abstract))
-            for acronym, long in spelled_out(paper.abstract).items():
-                forms.setdefault(acronym.casefold(), Counter())[long.casefold()] += 1
-                written.setdefault(acronym.casefold(), Counter())[acronym] += 1
-        terms = TermStats([])
-        terms.n, terms.df = n, df
+            runs.update(hyphen_words(paper.abstract))
+            _count_acronyms(paper.abstract, forms, written)
+        terms = TermStats(n, df)
         self._names = names_of_runs(runs)
         self._long_forms, self._written = _acronym_tables(forms, written)
         self._spelling = spelling
@@ -674,9 +675,7 @@ class Retriever:
                     forms: dict[str, Counter[str]] = {}
                     written: dict[str, Counter[str]] = {}
                     for sp in self.catalog.papers.values():
-                        for acronym, long in spelled_out(sp.paper.abstract).items():
-                            forms.setdefault(acronym.casefold(), Counter())[long.casefold()] += 1
-                            written.setdefault(acronym.casefold(), Counter())[acronym] += 1
+                        _count_acronyms(sp.paper.abstract, forms, written)
                     self._long_forms, self._written = _acronym_tables(forms, written)
                 table = self._long_forms
         return table
@@ -949,7 +948,6 @@ def _dot(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
     return np.einsum("ij,j->i", matrix, vector)
 
 
-_RUN = re.compile(r"[\w-]+")  # a maximal run of word characters and hyphens
 _NAME_WORD = re.compile(r"[a-z][a-z0-9]+")  # the words `written_names` looks up
 
 
@@ -961,7 +959,7 @@ def names_written(abstracts: Iterable[str]) -> dict[str, str]:
     {'clip': 'CLIP'} (NeuCLIP is another word)."""
     runs: Counter[str] = Counter()
     for text in abstracts:
-        runs.update(_RUN.findall(text))
+        runs.update(hyphen_words(text))
     return names_of_runs(runs)
 
 
@@ -982,6 +980,15 @@ def names_of_runs(runs: Counter[str]) -> dict[str, str]:
         if written != written.lower() and times >= WRITTEN_AS_NAME * forms.total():
             names[word] = written
     return names
+
+
+def _count_acronyms(
+    abstract: str, forms: dict[str, Counter[str]], written: dict[str, Counter[str]]
+) -> None:
+    """Count the acronyms an abstract spells out: their long forms and their spellings."""
+    for acronym, long in spelled_out(abstract).items():
+        forms.setdefault(acronym.casefold(), Counter())[long.casefold()] += 1
+        written.setdefault(acronym.casefold(), Counter())[acronym] += 1
 
 
 def _acronym_tables(
