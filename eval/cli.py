@@ -338,6 +338,48 @@ def fit_intent_cmd(labels_file: str, model_path: str | None) -> None:
     click.echo(f"Wrote {target}.")
 
 
+@eval_group.command("fit-followup")
+@click.argument("questions_files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--out", required=True, type=click.Path(file_okay=False), help="Output folder.")
+@click.option(
+    "--write",
+    "model_path",
+    type=click.Path(dir_okay=False),
+    help="Where to write the model (default: RAG_FOLLOWUP_FILE, else the shipped "
+    "rag/data/followup.json).",
+)
+@click.pass_context
+def fit_followup_cmd(
+    ctx: click.Context, questions_files: tuple[str, ...], out: str, model_path: str | None
+) -> None:
+    """Fit the follow-up model on QUESTIONS_FILES' consecutive questions (eval/followupfit.py)."""
+    from eval import followupfit
+    from rag.question.followup import DEFAULT_MODEL
+
+    settings = eval_settings(ctx, Path(out))
+    rows = _labelled_rows(
+        settings,
+        questions_files,
+        (),
+        [],
+        lambda assistant, questions, gold, index: followupfit.followup_rows(
+            assistant, questions, index
+        ),
+    )
+    about = {
+        "files": list(questions_files),
+        "command": "rag eval fit-followup " + " ".join(questions_files),
+    }
+    try:
+        model = followupfit.fit(rows, about=about)
+    except ValueError as exc:
+        _fail(str(exc))
+    target = Path(model_path or settings.followup_file or DEFAULT_MODEL)
+    followupfit.write(model, rows, target, Path(out))
+    click.echo(json.dumps(model.to_json(), indent=2, ensure_ascii=False))
+    click.echo(f"Wrote {target}, and {out}/rows.jsonl.")
+
+
 @eval_group.command("compare")
 @questions_argument
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Output folder.")

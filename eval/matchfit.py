@@ -16,18 +16,16 @@ is fitted on eval/questions/count-calibration.jsonl and scored on conference.jso
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from eval.metrics import set_precision, set_recall
 from eval.questions import Question, ResolvedGold
+from rag import logistic
 from rag.aggregate import matching
-from rag.answering import answerable
 from rag.assistant import Assistant
+from rag.logistic import Model
 
 
 def candidate_rows(
@@ -61,35 +59,22 @@ def candidate_rows(
 
 def fit(
     rows: Sequence[dict[str, Any]], l2: float = 1.0, about: dict[str, Any] | None = None
-) -> answerable.Model:
+) -> Model:
     """Fit the cut on candidate rows (see the module docstring)."""
     weighed = [r for r in rows if r["features"] is not None]
     if not any(r["member"] for r in weighed) or all(r["member"] for r in weighed):
         raise ValueError("the count cut needs member and non-member papers")
-    names = matching.FEATURES
-    x = np.array([[r["features"][n] for n in names] for r in weighed], dtype=np.float64)
-    y = np.array([r["member"] for r in weighed], dtype=np.float64)
-    mean, scale = x.mean(axis=0), x.std(axis=0)
-    scale[scale == 0] = 1.0
-    w = answerable.logistic_weights((x - mean) / scale, y, l2)
-    model = answerable.Model(
-        weights={n: round(float(v), 6) for n, v in zip(names, w[:-1], strict=True)},
-        bias=round(float(w[-1]), 6),
-        mean={n: round(float(v), 6) for n, v in zip(names, mean, strict=True)},
-        scale={n: round(float(v), 6) for n, v in zip(names, scale, strict=True)},
-        threshold=0.5,
-        about={
-            **(about or {}),
-            "questions": len({r["id"] for r in rows}),
-            "rows": len(weighed),
-        },
+    model = logistic.fit(
+        [r["features"] for r in weighed],
+        [r["member"] for r in weighed],
+        matching.FEATURES,
+        l2,
+        {**(about or {}), "questions": len({r["id"] for r in rows}), "rows": len(weighed)},
     )
     return _with_best_threshold(model, rows)
 
 
-def _with_best_threshold(
-    model: answerable.Model, rows: Sequence[dict[str, Any]]
-) -> answerable.Model:
+def _with_best_threshold(model: Model, rows: Sequence[dict[str, Any]]) -> Model:
     """The model with the threshold of the best mean F1 over the questions."""
     probability = [model.confidence(r["features"]) if r["features"] else -1.0 for r in rows]
     levels = sorted({p for p in probability if p >= 0}, reverse=True)
@@ -99,10 +84,7 @@ def _with_best_threshold(
         if f1 > best_f1 + 1e-9:
             below = levels[at + 1] if at + 1 < len(levels) else 0.0
             best, best_f1 = (level + below) / 2, f1
-    threshold = math.floor(best * 1e4) / 1e4
-    return answerable.Model(
-        model.weights, model.bias, model.mean, model.scale, threshold, model.about
-    )
+    return logistic.with_threshold(model, best)
 
 
 def question_sets(
@@ -133,7 +115,7 @@ def mean_f1(
     return sum(scores) / len(scores) if scores else 0.0
 
 
-def report(rows: Sequence[dict[str, Any]], model: answerable.Model) -> dict[str, Any]:
+def report(rows: Sequence[dict[str, Any]], model: Model) -> dict[str, Any]:
     """Per index: mean set precision, recall and F1 at the model's threshold."""
     probability = [model.confidence(r["features"]) if r["features"] else -1.0 for r in rows]
     out: dict[str, Any] = {}
@@ -159,7 +141,7 @@ def _mean(values: Sequence[float | None]) -> float | None:
 
 
 def write(
-    out: Path, rows: Sequence[dict[str, Any]], model: answerable.Model, model_path: Path
+    out: Path, rows: Sequence[dict[str, Any]], model: Model, model_path: Path
 ) -> dict[str, Any]:
     """Write rows.jsonl, calibration.json and the model file; return the report."""
     out.mkdir(parents=True, exist_ok=True)

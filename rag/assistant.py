@@ -32,6 +32,7 @@ from rag.corpus.titles import TitleJob, TitleProgress, generate_title
 from rag.embedding.embed import Embedder, make_embedder
 from rag.ingest import Progress, ingest
 from rag.llm import Chat, ChatClient, LLMError, OnReset, OnToken
+from rag.question import followup
 from rag.question.reading import (
     Query,
     distinctive_terms,
@@ -318,6 +319,11 @@ class Assistant:
         """The fitted relevance cut of counts and comparison sets (read on first use)."""
         return matching.load_model(self.settings.match_file)
 
+    @property
+    def followup_model(self) -> Model:
+        """The fitted follow-up model (rag/question/followup.py, read on first use)."""
+        return followup.load_model(self.settings.followup_file)
+
     @staticmethod
     def _about_many(read_q: Query, query: str | None) -> bool:
         """A count or comparison asked afresh (a follow-up's standalone query is answered
@@ -559,7 +565,7 @@ class Conversation:
         question = read_q.question
         if not self.turns:
             return None, False
-        if not read_q.refers_back:
+        if not self.leans_back(read_q):
             return None, False
         client = self.assistant.client
         use_llm = (mode or self.assistant.settings.answer_mode) == "llm" and client is not None
@@ -577,6 +583,27 @@ class Conversation:
                         )
                     )
         return self._offline_standalone(read_q), False
+
+    def leans_back(self, read_q: Query) -> bool:
+        """Tell whether a question leans on the last turn (rag/question/followup.py): the
+        fitted model weighs its words against the paper that turn's answer is about."""
+        if not self.turns or read_q.question.casefold() == self.turns[-1].question.casefold():
+            return False  # (a question asked again leans on nothing)
+        return followup.follows_up(self.followup_features(read_q), self.assistant.followup_model)
+
+    def followup_features(self, read_q: Query) -> dict[str, float]:
+        """The follow-up model's features of a question after the last turn."""
+        last = self.turns[-1]
+        shown = [s for s in last.answer.sources if s.cited] or last.answer.sources
+        focus = f"{shown[0].title} {shown[0].text}" if shown else ""
+        terms = self.assistant.retriever.terms
+        return followup.features(
+            read_q,
+            focus,
+            last.answer.query or last.question,
+            lambda question, text: terms.coverage(question, text, known=True),
+            terms.coverage,
+        )
 
     def _offline_standalone(self, read_q: Query) -> str:
         """A follow-up's query without an LLM: the paper it points to ('the second one')

@@ -277,6 +277,12 @@ class Settings(BaseSettings):
         "(weights over per-paper evidence and the threshold), written by `rag eval "
         "calibrate-count`; unset = the one shipped in rag/data/match.json.",
     )
+    followup_file: Path | None = Field(
+        None,
+        description="The fitted follow-up model (whether a question in a conversation "
+        "leans on the answer before it), written by `rag eval fit-followup`; unset = the "
+        "one shipped in rag/data/followup.json.",
+    )
     match_depth: int = Field(
         2000,
         ge=10,

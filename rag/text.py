@@ -64,6 +64,11 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
 
 
 _ACRONYM_PLURAL = re.compile(r"\b([A-Z]{2,})s\b")  # "LLMs" -> "LLM"
+# The same plural typed in lower case, where Snowball keeps the 's' (no vowel before it
+# but the last letter): "llms", "gnns" -> "llm", "gnn"; "gpus", "sdes" -> "gpu", "sde".
+# (English words of that shape but these stop words are rare and cut the same way on
+# every side.)
+_TYPED_PLURAL = re.compile(r"\b(?!(?:this|thus|plus)\b)([b-df-hj-np-tv-xz]{2,}[aeiouy]?)s\b")
 # A name coined on an acronym holds it as a word too: "ActiveDPO" -> "ActiveDPO DPO",
 # "NeuCLIP" -> "NeuCLIP CLIP", "ConNAS" -> "ConNAS NAS" (BM25 and content words see DPO).
 _COINED = re.compile(r"\b([A-Z]?[a-z]+)([A-Z]{3,})\b")
@@ -73,7 +78,7 @@ _BRITISH = re.compile(r"\b(\w{3,})is(e|ed|es|ing|ation|ations|er|ers)\b")
 
 # Inline LaTeX around a name's pieces: "F${}^2$SA-$p$" is typed "F2SA-p", "90\%" "90%".
 _LATEX_GLUE = re.compile(r"\$?\{\}\^|[${}]|\\(?=[%&#_])")
-TERMS_VERSION = 5  # bump when `normalise_terms` changes: saved BM25 state is then rebuilt
+TERMS_VERSION = 6  # bump when `normalise_terms` changes: saved BM25 state is then rebuilt
 
 
 def plain(text: str) -> str:
@@ -103,10 +108,15 @@ def _term_pattern(term: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![\w]){body}(?:e?s)?(?![\w])", re.I)
 
 
+def singular_acronyms(text: str) -> str:
+    """'LLMs on gpus' -> 'LLM on gpu': an acronym's plural as its singular, however typed."""
+    return _TYPED_PLURAL.sub(r"\1", _ACRONYM_PLURAL.sub(r"\1", text))
+
+
 def normalise_terms(text: str) -> str:
     """Spell terms one way before tokenising: 'LLMs optimised' -> 'LLM optimized', and
     a name coined on an acronym also as the acronym: 'ActiveDPO' -> 'ActiveDPO DPO'."""
-    text = _ACRONYM_PLURAL.sub(r"\1", plain(text))
+    text = singular_acronyms(plain(text))
     return _BRITISH.sub(r"\1iz\2", _COINED.sub(r"\1\2 \2", text))
 
 
@@ -145,7 +155,7 @@ def overlap(query: str, text: str) -> float:
 def stem(word: str) -> str:
     """A word's Snowball stem, an acronym's plural 's' dropped first: 'GPUs' -> 'gpu',
     'queries' -> 'queri', 'realizations' -> 'realiz'."""
-    return _stemmer().stemWord(_ACRONYM_PLURAL.sub(r"\1", word).lower())
+    return _stemmer().stemWord(singular_acronyms(word).lower())
 
 
 def forms_of(text: str, word: str) -> list[str]:

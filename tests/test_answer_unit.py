@@ -261,5 +261,5 @@ def test_informal_filler_is_no_content_word() -> None:
     question was refused although its paper ranks first."""
     from rag.text import content_words
 
-    assert content_words("making llms forget copyrighted stuff") == {"llms", "forget", "copyright"}
+    assert content_words("making llms forget copyrighted stuff") == {"llm", "forget", "copyright"}
     assert content_words("a way to get lots of things done") == frozenset()

@@ -8,6 +8,7 @@ import random
 import numpy as np
 import pytest
 
+from rag import logistic
 from rag.answering import answerable
 from rag.answering.answerable import FEATURES, Evidence, Model, decide, fit, pick_threshold
 from rag.question.reading import read
@@ -44,11 +45,11 @@ def test_pick_threshold_refuses_at_most_the_allowed_share() -> None:
 
 def test_model_round_trips_through_json_and_rejects_unknown_features() -> None:
     model = fit([_row(0.2), _row(0.8), _row(0.3), _row(0.9)], [False, True, False, True])
-    again = Model.from_json(json.loads(json.dumps(model.to_json())))
+    again = Model.from_json(json.loads(json.dumps(model.to_json())), FEATURES, "answerability")
     assert again.confidence(_row(0.5)) == pytest.approx(model.confidence(_row(0.5)))
     data = model.to_json() | {"weights": {"shoe_size": 1.0}}
     with pytest.raises(ValueError, match="shoe_size"):
-        Model.from_json(data)
+        Model.from_json(data, FEATURES, "answerability")
 
 
 def test_logistic_weights_minimise_the_penalised_log_loss() -> None:
@@ -58,12 +59,12 @@ def test_logistic_weights_minimise_the_penalised_log_loss() -> None:
     z = rng.normal(size=(200, 3))
     y = (z @ np.array([1.5, -2.0, 0.0]) + 0.3 + rng.normal(size=200) > 0).astype(float)
     for l2 in (0.1, 1.0, 10.0):
-        w = answerable.logistic_weights(z, y, l2)
+        w = logistic.logistic_weights(z, y, l2)
         zb = np.hstack([z, np.ones((len(z), 1))])
         p = 1.0 / (1.0 + np.exp(-(zb @ w)))
         gradient = zb.T @ (p - y) + l2 * np.append(w[:-1], 0.0)
         assert np.abs(gradient).max() < 1e-3, (l2, gradient)
-    strong, weak = answerable.logistic_weights(z, y, 0.01), answerable.logistic_weights(z, y, 100)
+    strong, weak = logistic.logistic_weights(z, y, 0.01), logistic.logistic_weights(z, y, 100)
     assert np.abs(weak[:-1]).sum() < np.abs(strong[:-1]).sum()  # a larger l2 shrinks
 
 

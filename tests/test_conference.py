@@ -257,11 +257,13 @@ def test_a_word_the_abstracts_write_as_a_name_is_counted_as_that_name(
 ) -> None:
     """'clip' over the seeds: every abstract that uses the word alone writes CLIP, while
     'clipping' (the RLHF ratio clipping, DP-SGD's per-example clipping) shares its stem.
-    Read as the name, only the two CLIP papers hold it; 'llms' matches LLMs alone anyway,
-    and 'map' is no name the abstracts write."""
+    Read as the name, only the two CLIP papers hold it; 'llms' is read as the LLMs the
+    abstracts write (its stem is theirs, 'llm', so nothing else matches it either), and
+    'map' is no name the abstracts write."""
     retriever = fake_seeded.retriever
     assert retriever.written_names("papers about clip") == ("CLIP",)
-    assert retriever.written_names("llms for optimization") == ()
+    assert retriever.written_names("llms for optimization") == ("LLMs",)
+    assert retriever.written_names("a map of methods") == ()
     terms = retriever.terms
     rlhf = next(
         sp.paper

@@ -126,3 +126,14 @@ def test_forms_of_a_word_are_the_texts_words_sharing_its_stem() -> None:
     assert forms_of(text, "queries") == ["Queries", "query"]
     assert forms_of(text, "TPUs") == []
     assert stem("LLMs") == stem("LLM") == "llm" and stem("studies") == stem("study")
+
+
+def test_an_acronym_plural_typed_in_lower_case_meets_the_written_one() -> None:
+    from rag.answering.extractive import counts
+    from rag.text import content_words, stem
+
+    assert content_words("how many llms and gpus") >= {"llm", "gpu"}
+    assert content_words("six LLMs on GPUs") >= {"llm", "gpu"}
+    assert stem("sdes") == stem("SDEs") == "sde"
+    assert content_words("bias class loss process") == {"bias", "class", "loss", "process"}
+    assert counts("Extensive experiments across six LLMs and three datasets", "llms")

@@ -33,15 +33,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from rag import logistic
 from rag.answering import extractive
 from rag.config import DATA_DIR, load_fitted
+from rag.logistic import Model
 from rag.question.reading import Query
 from rag.text import mentions
 from rag.types import Hit
@@ -73,60 +75,14 @@ class Evidence:
     missing_detail: str | None = None  # a detail asked that the record cannot hold
 
 
-@dataclass(frozen=True, slots=True)
-class Model:
-    """A logistic model over the evidence: weights per standardised feature."""
-
-    weights: dict[str, float]
-    bias: float
-    mean: dict[str, float]
-    scale: dict[str, float]
-    threshold: float
-    about: dict[str, Any] = field(default_factory=dict)  # what it was fitted on
-
-    def confidence(self, features: dict[str, float]) -> float:
-        """P(answerable | evidence) in 0..1."""
-        z = self.bias + sum(
-            w * (features[n] - self.mean[n]) / (self.scale[n] or 1.0)
-            for n, w in self.weights.items()
-        )
-        return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
-
-    def to_json(self) -> dict[str, Any]:
-        """The on-disk form."""
-        return {
-            "features": list(self.weights),
-            "weights": self.weights,
-            "bias": self.bias,
-            "mean": self.mean,
-            "scale": self.scale,
-            "threshold": self.threshold,
-            "about": self.about,
-        }
-
-    @classmethod
-    def from_json(
-        cls, data: dict[str, Any], features: Sequence[str] = FEATURES, what: str = "answerability"
-    ) -> Model:
-        """Read the on-disk form; ValueError when a feature is not one of `features` (the
-        same form serves the count cut of rag/aggregate/matching.py, over its own features)."""
-        unknown = set(data["weights"]) - set(features)
-        if unknown:
-            raise ValueError(f"unknown {what} features: {', '.join(sorted(unknown))}")
-        return cls(
-            weights={k: float(v) for k, v in data["weights"].items()},
-            bias=float(data["bias"]),
-            mean={k: float(v) for k, v in data["mean"].items()},
-            scale={k: float(v) for k, v in data["scale"].items()},
-            threshold=float(data["threshold"]),
-            about=dict(data.get("about", {})),
-        )
-
-
 @lru_cache(maxsize=4)
 def load_model(path: Path | None = None) -> Model:
     """The fitted model (default: the one shipped in rag/data)."""
-    return load_fitted(path or DEFAULT_MODEL, "answerability model", Model.from_json)
+    return load_fitted(
+        path or DEFAULT_MODEL,
+        "answerability model",
+        lambda data: Model.from_json(data, FEATURES, "answerability"),
+    )
 
 
 def gather(
@@ -234,36 +190,13 @@ def fit(
     l2: float = 1.0,
     about: dict[str, Any] | None = None,
 ) -> Model:
-    """Fit a logistic model (L2-regularised, `logistic_weights`) on evidence rows labelled
+    """Fit a logistic model (L2-regularised, rag/logistic.py) on evidence rows labelled
     answerable or not, then pick the highest threshold whose false abstention on the
     answerable rows stays within `max_false_abstention`."""
-    x = np.array([[r[n] for n in FEATURES] for r in rows], dtype=np.float64)
-    y = np.array(labels, dtype=np.float64)
-    mean, scale = x.mean(axis=0), x.std(axis=0)
-    scale[scale == 0] = 1.0
-    w = logistic_weights((x - mean) / scale, y, l2)
-    model = Model(
-        weights={n: round(float(v), 6) for n, v in zip(FEATURES, w[:-1], strict=True)},
-        bias=round(float(w[-1]), 6),
-        mean={n: round(float(v), 6) for n, v in zip(FEATURES, mean, strict=True)},
-        scale={n: round(float(v), 6) for n, v in zip(FEATURES, scale, strict=True)},
-        threshold=0.0,
-        about=about or {},
-    )
+    model = logistic.fit(rows, labels, FEATURES, l2, about)
     confidence = np.array([model.confidence(r) for r in rows])
-    threshold = pick_threshold(confidence, y.astype(bool), max_false_abstention)
-    return replace(model, threshold=math.floor(threshold * 1e4) / 1e4)  # never rounded up
-
-
-def logistic_weights(z: np.ndarray, y: np.ndarray, l2: float = 1.0) -> np.ndarray:
-    """Weights (the last one: the bias) of an L2-regularised logistic regression on
-    standardised features `z` and 0/1 labels `y`: scikit-learn's LogisticRegression,
-    minimising the summed log-loss plus `l2`/2 times the squared weights (C = 1/l2; the
-    bias is not shrunk)."""
-    from sklearn.linear_model import LogisticRegression
-
-    fitted = LogisticRegression(C=1.0 / l2, tol=1e-10, max_iter=10_000).fit(z, y.astype(int))
-    return np.append(fitted.coef_[0], fitted.intercept_[0])
+    threshold = pick_threshold(confidence, np.array(labels, dtype=bool), max_false_abstention)
+    return logistic.with_threshold(model, threshold)
 
 
 def pick_threshold(confidence: np.ndarray, answerable: np.ndarray, max_false: float) -> float:

@@ -327,7 +327,7 @@ def read(question: str, vocabulary: Vocabulary | None = None) -> Query:
         terms=terms,
         language=language_of(question),
         refers_back=refers,
-        ordinal=ordinal_of(question) if refers else None,
+        ordinal=ordinal_of(question),
         subject=subject,
         group_by=group_by if intent == "count" else None,
         topic=topic,

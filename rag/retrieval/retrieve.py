@@ -335,13 +335,20 @@ class TermStats:
             held |= {w for w in missing if near_word(asked[w], words)}
         return held, set(asked) - held
 
-    def coverage(self, question: str, text: str, names: Sequence[str] = ()) -> float:
+    def coverage(
+        self, question: str, text: str, names: Sequence[str] = (), known: bool = False
+    ) -> float:
         """IDF-weighted share of the question's content words found in the text (0..1).
 
         'speculative decoding for KV caches' vs an abstract on speculative decoding: the
         rare 'kv', 'cach' weigh most, so coverage stays low although two words match.
+        With `known`, only over the words some stored abstract holds: 'recsys that doesnt
+        recommend everyone the same stuff' is judged on 'recommend', 'everyone', 'stuff',
+        not on the 'recsys' and 'doesnt' no abstract writes (`rarest_missing` sees those).
         """
         held, missing = self.found(question, text, names)
+        if known:
+            missing = {w for w in missing if self.df.get(w, 0)}
         total = sum(self.idf(w) for w in held | missing)
         if not total:
             return 0.0

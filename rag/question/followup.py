@@ -1,0 +1,116 @@
+"""A question in a conversation -> does it lean on the answer before it? (fitted)
+
+'how much does it speed up decoding?' says so with a pronoun; 'how big were the
+datasets' and 'which one is critic free' do not, and 'Minima are connected by low-loss
+paths, so why does SGD never wander along them?' holds a pronoun but stands alone. The
+decision is a logistic model (rag/logistic.py) over what the question and the paper in
+focus (the previous answer's first cited paper) say, each in 0..1:
+  - `refers`: the question holds words that point back ('it', 'they', 'that paper',
+    'the second one', '[2]', 'what about ...': rag/lexicon.py's phrase lists);
+  - `ordinal`: it names an earlier source by its place ('the second one', '[3]');
+  - `one`: it says 'one' or 'ones' for a paper ('which one is ...', 'the multi-draft one
+    have?', 'the second one?'), not as a number ('one prompt for every task');
+  - `short`: how few content words it has (1 for none, 0 for ten or more);
+  - `refers_short`: `refers` times `short`: a pointing word in a short question ('which
+    datasets did they test on?') leans back far more surely than one inside a long
+    question that says all it asks, which a sum of the two cannot tell apart;
+  - `focus_coverage`: IDF-weighted share of its content words the paper in focus holds,
+    over the words some stored abstract holds (rag/retrieval/retrieve.py's TermStats);
+  - `focus_coverage_all`: the same share over all its words ('video frame interpolation'
+    after a paper on model merging: only 'interpolation' is a word of the index, and
+    that paper holds it);
+  - `new_terms`: share of the names it types (methods, benchmarks) that paper lacks;
+  - `previous_overlap`: share of its content words the previous question holds.
+Weights and threshold are fitted by `rag eval fit-followup` (eval/followupfit.py) on the
+dev sets' consecutive questions, labelled by `follow_up_of`, and read from
+rag/data/followup.json (or RAG_FOLLOWUP_FILE).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import lru_cache
+from pathlib import Path
+
+from rag.config import DATA_DIR, load_fitted
+from rag.logistic import Model
+from rag.question.reading import Query
+from rag.text import content_words, mentions, overlap, tokens
+
+FEATURES = (
+    "refers",
+    "ordinal",
+    "one",
+    "short",
+    "refers_short",
+    "focus_coverage",
+    "focus_coverage_all",
+    "new_terms",
+    "previous_overlap",
+)
+DEFAULT_MODEL = DATA_DIR / "followup.json"
+SHORT_WORDS = 10  # content words at which `short` reaches 0
+# Words that start what is said of 'one' ('which one uses a critic'), so no noun follows it.
+PREDICATE_STARTS = frozenset(
+    "is are was were does do did has have had uses use used that which with about on in "
+    "for from gets reaches needs works can could would should".split()
+)
+
+Coverage = Callable[[str, str], float]  # (question, text) -> 0..1
+
+
+@lru_cache(maxsize=4)
+def load_model(path: Path | None = None) -> Model:
+    """The fitted model (default: the one shipped in rag/data)."""
+    return load_fitted(
+        path or DEFAULT_MODEL,
+        "follow-up model",
+        lambda data: Model.from_json(data, FEATURES, "follow-up"),
+    )
+
+
+def features(
+    query: Query, focus: str, previous: str, coverage: Coverage, coverage_all: Coverage
+) -> dict[str, float]:
+    """What speaks for `query` leaning on the turn before: `focus` is the text (label and
+    abstract) of the paper that turn's answer is about ('' when it cited none),
+    `previous` that turn's question as searched; `coverage` weighs the words some stored
+    abstract holds, `coverage_all` every word."""
+    asked = query.english
+    words = content_words(asked)
+    named = query.terms
+    held = [t for t in named if focus and any(mentions(focus, n) for n in query.spellings(t))]
+    short = 1.0 - min(len(words), SHORT_WORDS) / SHORT_WORDS
+    return {
+        "refers": float(query.refers_back),
+        "ordinal": float(query.ordinal is not None),
+        "one": float(_one_for_a_paper(asked)),
+        "short": short,
+        "refers_short": float(query.refers_back) * short,
+        "focus_coverage": coverage(query.text, focus) if focus and words else 0.0,
+        "focus_coverage_all": coverage_all(query.text, focus) if focus and words else 0.0,
+        "new_terms": 1.0 - len(held) / len(named) if named else 0.0,
+        "previous_overlap": overlap(asked, previous) if previous else 0.0,
+    }
+
+
+def _one_for_a_paper(text: str) -> bool:
+    """'which one picks ...', 'the multi-draft one have?': 'one' or 'ones' right after
+    'which' / 'the' / 'that' / 'this', or with no noun after it (the end, a mark, or a
+    word that starts a predicate); not 'one prompt for every task'."""
+    words = [t.key for t in tokens(text)]
+    for i, word in enumerate(words):
+        if word in ("one", "ones"):
+            before = words[i - 1] if i else ""
+            after = words[i + 1] if i + 1 < len(words) else ""
+            if before in ("which", "the", "that", "this") or not after:
+                return True
+            if not after[0].isalnum() or after in PREDICATE_STARTS:
+                return True
+    return False
+
+
+def follows_up(features_of: dict[str, float], model: Model | None = None) -> bool:
+    """Tell whether the features say the question leans on the turn before."""
+    model = model or load_model()
+    return model.confidence(features_of) >= model.threshold

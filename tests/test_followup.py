@@ -1,0 +1,90 @@
+"""Whether a question leans on the turn before: the fitted follow-up model."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from eval import followupfit
+from rag.assistant import Assistant
+from rag.logistic import Model
+from rag.question import followup
+from rag.question.reading import read
+
+
+def test_one_counts_when_it_stands_for_a_paper_not_a_number() -> None:
+    def one(q: str) -> float:
+        return followup.features(read(q), "", "", lambda q, t: 0.0, lambda q, t: 0.0)["one"]
+
+    assert one("which one is critic free") == 1.0
+    assert one("what per-token overhead does the multi-draft one have?") == 1.0
+    assert one("which ones use DPO") == 1.0
+    assert one("one general prompt that works for every task") == 0.0
+
+
+def test_features_weigh_the_question_against_the_paper_in_focus() -> None:
+    focus = "CSAM. We evaluate calibration on ImageNet-1K with sharpness-aware minimization."
+    seen = followup.features(
+        read("which dataset did they use"),
+        focus,
+        "explain CSAM",
+        lambda q, t: 1.0 if "ImageNet" in t else 0.0,
+        lambda q, t: 0.5,
+    )
+    assert seen["refers"] == 1.0 and seen["focus_coverage"] == 1.0
+    assert seen["focus_coverage_all"] == 0.5
+    named = followup.features(read("GTO speedup"), focus, "", lambda q, t: 0, lambda q, t: 0)
+    assert named["new_terms"] == 1.0  # GTO is not a word of the paper in focus
+    assert named["short"] == pytest.approx(0.8)
+
+
+def test_the_shipped_model_is_fitted_and_beats_the_phrase_rule() -> None:
+    data = json.loads(followup.DEFAULT_MODEL.read_text(encoding="utf-8"))
+    model = Model.from_json(data, followup.FEATURES, "follow-up")
+    assert set(model.weights) == set(followup.FEATURES)
+    about = data["about"]
+    assert about["cross_validated"]["f1"] > about["rule_alone"]["f1"]
+    assert about["follow_ups"] >= 20 and "dev2.jsonl" in " ".join(about["files"])
+
+
+def test_a_follow_up_without_a_pronoun_picks_from_the_papers_shown(seeded: Assistant) -> None:
+    chat = seeded.conversation()
+    first = chat.ask("which iclr 2026 papers build on dpo", mode="extractive")
+    shown = {s.paper_id for s in first.sources if s.cited}
+    assert len(shown) > 1
+    follow = chat.ask("which one picks the preference pairs to label?", mode="extractive")
+    assert follow.follow_up and follow.sources[0].paper_id in shown
+
+
+def test_a_question_that_stands_alone_is_not_read_as_a_follow_up(seeded: Assistant) -> None:
+    chat = seeded.conversation()
+    chat.ask("what is GTO?", mode="extractive")
+    new = chat.ask(
+        "Minima in neural nets are connected by low-loss paths, so why does SGD never "
+        "wander along them and stay in one basin?",
+        mode="extractive",
+    )
+    assert not new.follow_up and "GTO" not in (new.query or "")
+    topic = chat.ask("video frame interpolation", mode="extractive")
+    assert not topic.follow_up
+
+
+def _row(qid: str, follow_up: bool, refers: float, same: bool = False) -> dict[str, object]:
+    features = dict.fromkeys(followup.FEATURES, 0.0) | {"refers": refers}
+    return {"id": qid, "follow_up": follow_up, "features": features, "same_paper": same}
+
+
+def test_the_fit_learns_from_informative_rows_and_reports_cross_validation() -> None:
+    rng = np.random.default_rng(0)
+    rows = [_row(f"p{i}", True, 1.0) for i in range(12)]
+    rows += [_row(f"n{i}", False, float(rng.random() < 0.1)) for i in range(60)]
+    rows += [_row(f"s{i}", False, 1.0, same=True) for i in range(30)]  # neutral: left out
+    model = followupfit.fit(rows)
+    assert model.about["rows"] == 102 and model.about["fitted_rows"] == 72
+    assert model.about["cross_validated"]["recall"] == 1.0
+    assert followup.follows_up(_row("x", False, 1.0)["features"], model)  # type: ignore[arg-type]
+    assert not followup.follows_up(_row("y", False, 0.0)["features"], model)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="follow-ups"):
+        followupfit.fit([_row("a", False, 0.0)])
