@@ -13,9 +13,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from rag.config import load_fitted
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +66,12 @@ class Model:
             threshold=float(data["threshold"]),
             about=dict(data.get("about", {})),
         )
+
+
+def load(path: Path, features: Sequence[str], what: str) -> Model:
+    """A fitted model from its JSON file; a missing or malformed one is a ValueError
+    naming it ('cannot read the follow-up model rag/data/followup.json: ...')."""
+    return load_fitted(path, f"{what} model", lambda data: Model.from_json(data, features, what))
 
 
 def fit(

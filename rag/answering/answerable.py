@@ -42,7 +42,7 @@ import numpy as np
 
 from rag import logistic
 from rag.answering import extractive
-from rag.config import DATA_DIR, load_fitted
+from rag.config import DATA_DIR
 from rag.logistic import Model
 from rag.question.reading import Query
 from rag.text import mentions
@@ -78,11 +78,7 @@ class Evidence:
 @lru_cache(maxsize=4)
 def load_model(path: Path | None = None) -> Model:
     """The fitted model (default: the one shipped in rag/data)."""
-    return load_fitted(
-        path or DEFAULT_MODEL,
-        "answerability model",
-        lambda data: Model.from_json(data, FEATURES, "answerability"),
-    )
+    return logistic.load(path or DEFAULT_MODEL, FEATURES, "answerability")
 
 
 def gather(

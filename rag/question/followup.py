@@ -25,8 +25,9 @@ A question the phrase lists say points back is a follow-up whatever the model sa
 the held-out sets (test.jsonl, test2.jsonl) the model alone missed three short pronoun
 follow-ups whose words the paper in focus lacks ('what is the method called?', 'which
 datasets did they test on?'), which the phrase rule had caught. So the model only adds
-follow-ups without such words ('which one is critic free', 'how big were the datasets'),
-and a long question that says 'it' of its own subject is still read as a follow-up.
+follow-ups without such words ('which one is critic free'; 'how big were the datasets'
+it still misses), and a long question that says 'it' of its own subject is still read
+as a follow-up.
 Weights and threshold are fitted by `rag eval fit-followup` (eval/followupfit.py) on the
 dev sets' consecutive questions, labelled by `follow_up_of`, and read from
 rag/data/followup.json (or RAG_FOLLOWUP_FILE).
@@ -38,7 +39,8 @@ from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 
-from rag.config import DATA_DIR, load_fitted
+from rag import logistic
+from rag.config import DATA_DIR
 from rag.logistic import Model
 from rag.question.reading import Query
 from rag.text import content_words, mentions, overlap, tokens
@@ -68,11 +70,7 @@ Coverage = Callable[[str, str], float]  # (question, text) -> 0..1
 @lru_cache(maxsize=4)
 def load_model(path: Path | None = None) -> Model:
     """The fitted model (default: the one shipped in rag/data)."""
-    return load_fitted(
-        path or DEFAULT_MODEL,
-        "follow-up model",
-        lambda data: Model.from_json(data, FEATURES, "follow-up"),
-    )
+    return logistic.load(path or DEFAULT_MODEL, FEATURES, "follow-up")
 
 
 def features(
