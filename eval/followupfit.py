@@ -19,6 +19,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -96,13 +97,9 @@ def fit(
             if hash_fold(folds[i]) == k:
                 predicted[i] = fold_model.confidence(r["features"]) >= fold_model.threshold
     labels = np.array([r["follow_up"] for r in rows], dtype=bool)
-    return Model(
-        model.weights,
-        model.bias,
-        model.mean,
-        model.scale,
-        model.threshold,
-        {
+    return replace(
+        model,
+        about={
             **(about or {}),
             "rows": every,
             "fitted_rows": len(rows),
@@ -126,12 +123,9 @@ def _fitted(rows: Sequence[dict[str, Any]], l2: float) -> Model:
     )
     labels = np.array([r["follow_up"] for r in rows], dtype=bool)
     confidence = np.array([model.confidence(r["features"]) for r in rows])
-    best, best_f1 = 0.5, -1.0
-    for level in sorted(set(confidence.tolist()), reverse=True):
-        f1 = scores(labels, confidence >= level)["f1"]
-        if f1 > best_f1 + 1e-9:
-            below = confidence[confidence < level]
-            best, best_f1 = (level + (below.max() if len(below) else 0.0)) / 2, f1
+    best = logistic.best_threshold(
+        confidence.tolist(), lambda cut: scores(labels, confidence >= cut)["f1"]
+    )
     return logistic.with_threshold(model, best)
 
 

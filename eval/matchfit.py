@@ -77,13 +77,9 @@ def fit(
 def _with_best_threshold(model: Model, rows: Sequence[dict[str, Any]]) -> Model:
     """The model with the threshold of the best mean F1 over the questions."""
     probability = [model.confidence(r["features"]) if r["features"] else -1.0 for r in rows]
-    levels = sorted({p for p in probability if p >= 0}, reverse=True)
-    best, best_f1 = 0.5, -1.0
-    for at, level in enumerate(levels):
-        f1 = mean_f1(rows, probability, level)
-        if f1 > best_f1 + 1e-9:
-            below = levels[at + 1] if at + 1 < len(levels) else 0.0
-            best, best_f1 = (level + below) / 2, f1
+    best = logistic.best_threshold(
+        [p for p in probability if p >= 0], lambda cut: mean_f1(rows, probability, cut)
+    )
     return logistic.with_threshold(model, best)
 
 

@@ -11,7 +11,7 @@ scikit-learn's L2-regularised LogisticRegression; the threshold is the decision'
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -96,6 +96,20 @@ def fit(
         threshold=0.5,
         about=about or {},
     )
+
+
+def best_threshold(levels: Sequence[float], score: Callable[[float], float]) -> float:
+    """The cut of the best `score(cut)` over the distinct `levels` (probabilities of the
+    rows, each tried as 'at least this'), placed halfway to the next lower level (0 below
+    the last); the highest cut wins a tie."""
+    ordered = sorted(set(levels), reverse=True)
+    best, best_score = 0.5, -1.0
+    for at, level in enumerate(ordered):
+        value = score(level)
+        if value > best_score + 1e-9:
+            below = ordered[at + 1] if at + 1 < len(ordered) else 0.0
+            best, best_score = (level + below) / 2, value
+    return best
 
 
 def with_threshold(model: Model, threshold: float) -> Model:

@@ -212,3 +212,11 @@ def test_unheld_is_the_rarest_missing_word_over_the_first_five_hits_together() -
 
     assert unheld(found_in=4) < 1.0  # the fifth hit holds 'diffusion' ('diffusion-based' split)
     assert unheld(found_in=5) == 1.0  # only the sixth does: not among the first five
+
+
+def test_the_best_threshold_sits_halfway_below_the_best_cut() -> None:
+    # probabilities 0.9, 0.7, 0.2: 'at least 0.7' scores best, so the cut sits at 0.45;
+    # a tie keeps the higher cut
+    score = {0.9: 0.5, 0.7: 0.8, 0.2: 0.8}
+    assert logistic.best_threshold([0.2, 0.9, 0.7, 0.7], score.__getitem__) == pytest.approx(0.45)
+    assert logistic.best_threshold([0.3], lambda cut: 1.0) == pytest.approx(0.15)
