@@ -638,6 +638,14 @@ def _ingest_progress(bar: Any) -> Callable[[int, int], None]:
     show_default=True,
     help="With --scale: Gaussian noise per dimension added to the parents' vectors.",
 )
+@click.option(
+    "--mix",
+    type=click.IntRange(min=1),
+    default=3,
+    show_default=True,
+    help="With --scale: real abstracts each synthetic one is made of (runs of sentences "
+    "from topical neighbours); 1: one parent's sentences with 30%% replaced (near-copies).",
+)
 @click.option("--seed", type=int, default=25, show_default=True, help="With --scale.")
 @click.option(
     "--out",
@@ -668,6 +676,7 @@ def bench_cmd(
     sizes: str | None,
     sample: int | None,
     noise: float,
+    mix: int,
     seed: int,
     out: str | None,
     keep: bool,
@@ -696,6 +705,7 @@ def bench_cmd(
             sample=sample,
             noise=noise,
             seed=seed,
+            mix=mix,
             questions_file=Path(questions_file) if questions_file else DEFAULT_QUESTIONS,
             cold_start=cold_start,
             keep=keep,

@@ -34,15 +34,26 @@ def test_sizes_keep_those_below_the_scale_once() -> None:
     assert scale.parse_sizes(None) is None
 
 
-def _generator(seed: int = 7) -> Generator:
+def _vectors(n: int, seed: int = 0) -> list[np.ndarray]:
+    """Two random unit chunk vectors a parent."""
+    rng = np.random.default_rng(seed)
+    out = rng.normal(size=(n, 2, 64)).astype(np.float32)
+    out /= np.linalg.norm(out, axis=2, keepdims=True)
+    return list(out)
+
+
+def _generator(seed: int = 7, mix: int = scale.MIX) -> Generator:
     base = scale.seed_papers()
-    return Generator.of(base, sample=20, seed=seed, reserved=base)
+    generator = Generator.of(base, sample=20, seed=seed, reserved=base, mix=mix)
+    generator.link(_vectors(len(generator.parents)))
+    return generator
 
 
-def test_synthetic_papers_are_deterministic_recombinations_of_real_sentences() -> None:
-    first = list(_generator().records(0, 60))
-    assert first == list(_generator().records(0, 60))  # seeded
-    assert first != list(_generator(seed=8).records(0, 60))
+@pytest.mark.parametrize("mix", [1, 3])
+def test_synthetic_papers_are_deterministic_recombinations_of_real_sentences(mix: int) -> None:
+    first = list(_generator(mix=mix).records(0, 60))
+    assert first == list(_generator(mix=mix).records(0, 60))  # seeded
+    assert first != list(_generator(seed=8, mix=mix).records(0, 60))
     base = scale.seed_papers()
     real = {s for p in base for s in split_sentences(p.abstract)}
     abstracts = {p.abstract for p in base}
@@ -63,11 +74,60 @@ def test_every_synthetic_paper_is_ingested(tmp_path: Path) -> None:
         Paper("p1", f"{long} Code is here.", title="Learning to do one thing well"),
         Paper("p2", f"Data is there. {long.replace('We', 'They')}", title="Two tasks at once"),
     ]
-    generator = Generator.of(base, sample=2, seed=3, swap=1.0)
+    generator = Generator.of(base, sample=2, seed=3, swap=1.0, mix=1)
     path = tmp_path / "papers.jsonl"
     assert scale.write_records(generator.records(0, 8), path) == 8
     items = list(read_papers([path], FieldMap(), IngestSummary()))
     assert all(isinstance(i, Paper) for i in items) and len(items) == 8
+
+
+def test_a_mixed_paper_is_runs_of_its_sources_sentences_not_a_copy_of_one() -> None:
+    generator = _generator(mix=3)
+    assert generator.neighbours is not None
+    sentences = [split_sentences(p.abstract) for p in generator.parents]
+    shares = []
+    for record in generator.records(0, 200):
+        sources = generator.sources_of[record["title"]]
+        parent, others = sources[0], sources[1:]
+        assert len(set(sources)) == 3 and set(others) <= set(generator.neighbours[parent])
+        written = split_sentences(record["abstract"])
+        assert len(written) >= 3
+        # every sentence is one of its sources', and every source gives one (or more)
+        owners = [{s for s in sources if w in sentences[s]} for w in written]
+        assert all(owners)
+        assert all(any(s in o for o in owners) for s in sources)
+        shares.append(sum(w in sentences[parent] for w in written) / len(written))
+    # a third of the parent's sentences on average, never most of them (the near-copies
+    # of --mix 1 keep ~70%); seeds sharing sentences with each other can lift a share
+    assert 0.25 < float(np.mean(shares)) < 0.5
+
+
+def test_neighbours_are_the_nearest_other_parents(monkeypatch: pytest.MonkeyPatch) -> None:
+    base = scale.seed_papers()
+    generator = Generator.of(base, sample=6, seed=1)
+    # parents 0-2 point one way, 3-5 the other: each one's neighbours are its own group
+    a, b = np.eye(8, dtype=np.float32)[0], np.eye(8, dtype=np.float32)[1]
+    near = [np.stack([a + 0.01 * i * b]) for i in range(3)]
+    far = [np.stack([b + 0.01 * i * a]) for i in range(3)]
+    generator.link(near + far)
+    assert generator.neighbours is not None
+    assert generator.neighbours.shape == (6, 5)  # at most the other parents
+    monkeypatch.setattr(scale, "NEIGHBOURS", 2)
+    generator.link(near + far)
+    assert [set(row) for row in generator.neighbours] == [
+        {1, 2},
+        {0, 2},
+        {0, 1},
+        {4, 5},
+        {3, 5},
+        {3, 4},
+    ]
+    with pytest.raises(ValueError, match="link"):
+        next(Generator.of(base, sample=6, seed=1).records(0, 1))
+    small = Generator.of(base, sample=6, seed=1)
+    small.link(near + far)
+    small.neighbours = small.neighbours[:, :0]  # no neighbours: falls back to --mix 1's swap
+    assert next(small.records(0, 1))["abstract"]
 
 
 def test_synthetic_vectors_stay_near_their_parent() -> None:
@@ -86,15 +146,18 @@ def test_the_embedder_answers_synthetic_texts_and_sends_the_rest_to_the_model() 
     records = list(generator.records(0, 5))
     real = HashEmbedder()
     vectors = [np.eye(64, dtype=np.float32)[i : i + 2] for i in range(len(generator.parents))]
-    wrapper = SyntheticEmbedder(real, generator.parent_of, vectors, sigma=0.01)
+    wrapper = SyntheticEmbedder(real, generator.sources_of, vectors, sigma=0.01)
     texts = [f"{r['title']}. {r['abstract'][:80]}" for r in records] + ["No title here."]
     got = wrapper.embed(texts)
     assert wrapper.name == real.name and real.calls == 1 and wrapper.model_texts == 1
     assert wrapper.synthetic_texts == 5 and wrapper.mean_cosine is not None
     assert wrapper.mean_cosine > 0.9
     for row, record in zip(got, records, strict=False):
-        parent = vectors[generator.parent_of[record["title"]]][0]
-        assert float(row @ parent) > 0.9
+        sources = generator.sources_of[record["title"]]
+        # the unit mean of three orthogonal first-chunk vectors: 1/sqrt(3) to each
+        for source in sources:
+            assert abs(float(row @ vectors[source][0]) - 3**-0.5) < 0.05
+        assert float(row @ wrapper.base_vector(sources, 0)) > 0.99
     assert np.allclose(got[-1], real.embed_query("No title here."))
 
 
@@ -153,6 +216,7 @@ def _check_contract(result: dict, sizes: list[int]) -> None:
         assert set(row) == set(scale.ROW_KEYS)
         assert row["hit_at_5"] is not None and 0 <= row["hit_at_5"] <= 1
         assert 0 < row["query_p50_ms"] <= row["query_p95_ms"]
+        assert row["query_p95_again_ms"] > 0
         assert row["rss_gb"] > 0 and row["disk_gb"] > 0 and row["snapshot_s"] > 0
         assert row["ingest_step_s"] > 0
         assert row["dense_search"] in ("exact", "ann")
