@@ -12,6 +12,7 @@ a standalone query, without one it is searched together with what it refers to.
 from __future__ import annotations
 
 import contextlib
+import re
 import threading
 import time
 from collections.abc import Iterable, Sequence
@@ -19,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from rag import frequency, prompts
+from rag import frequency, glossary, prompts
 from rag.aggregate import matching
 from rag.aggregate.conference import count_answer, count_of_previous, table_answer
 from rag.aggregate.topics import TopicSet, topics_of
@@ -45,7 +46,7 @@ from rag.question.translate import Translation, translate
 from rag.retrieval.related import Related, related
 from rag.retrieval.retrieve import Retriever, Scope, papers_in, vocabulary_of
 from rag.store.index import Store, adopt_layout, recorded_family
-from rag.text import content_words, overlap
+from rag.text import content_words, overlap, stem
 from rag.types import Answer, Filters, Hit, IngestSummary, Notice, Paper, Source
 
 CONDENSE_KEEPS = 0.5  # share of a follow-up's own content words its rewrite must keep
@@ -132,7 +133,9 @@ class Assistant:
         in another language is read in English: its translation (rag/question/translate.py) is
         made once per `translations` (a conversation's cache), by the LLM in llm mode."""
         vocabulary = self.retriever.vocabulary()
-        spellings = self.retriever.acronym_spellings()
+        spellings = glossary.Spellings(
+            self.retriever.acronym_spellings(), self.glossary, self.holds_word
+        )
         asked = with_acronyms(read(question, vocabulary), spellings)
         if asked.language == "en":
             return asked
@@ -219,9 +222,27 @@ class Assistant:
         known = {t.casefold() for t in terms}
         implied = tuple(a for a in self.retriever.abbreviations(text) if a not in known)
         aliases = self.retriever.aliases((*terms, *implied))
+        topic = read_q.topic
+        notices = list(read_q.notices)
+        for term in terms:  # an acronym no stored abstract holds: searched by its long form
+            entry = self.glossary.get(term)
+            if term in aliases or entry is None or self.holds_word(term):
+                continue
+            aliases[term] = (entry.long,)
+            text = _spelled_out(text, term, f"{entry.long} ({entry.written})")
+            topic = _spelled_out(topic, term, entry.long)
+            notices.append(
+                Notice(
+                    "expanded",
+                    f"no indexed abstract writes {entry.written}: searched it as "
+                    f"'{entry.long}', as {entry.papers} abstracts of the glossary spell it out",
+                )
+            )
         read_q = replace(
             read_q,
             text=text,
+            topic=topic,
+            notices=tuple(notices),
             detail=(read_q.text if named.active else asked) if query else "",
             read_scope=named,
             corrections=fixes,
@@ -315,6 +336,15 @@ class Assistant:
         return answer
 
     @property
+    def glossary(self) -> glossary.Glossary:
+        """The acronym glossary (rag/glossary.py, read on first use)."""
+        return glossary.load(self.settings.glossary_file)
+
+    def holds_word(self, word: str) -> bool:
+        """Tell whether some stored abstract holds the word (its stem)."""
+        return bool(self.retriever.terms.df.get(stem(word), 0))
+
+    @property
     def match_model(self) -> Model:
         """The fitted relevance cut of counts and comparison sets (read on first use)."""
         return matching.load_model(self.settings.match_file)
@@ -338,7 +368,8 @@ class Assistant:
         """The names a count or comparison topic holds: those typed as names, and the
         words the abstracts write as one ('clip' -> CLIP; see `Retriever.written_names`)."""
         written = self.retriever.written_names(read_q.topic)
-        return tuple(dict.fromkeys((*read_q.terms, *written)))
+        held = [t for t in read_q.terms if self.holds_word(t)]  # not one the glossary spelled out
+        return tuple(dict.fromkeys((*held, *written)))
 
     def about_many(
         self, read_q: Query, applied: Filters, sides: Sequence[list[Hit]] = ()
@@ -655,6 +686,13 @@ class Conversation:
     def clear(self) -> None:
         """Forget the turns."""
         self.turns.clear()
+
+
+def _spelled_out(text: str, term: str, long: str) -> str:
+    """The text with the term, however typed, as its long form: ('how many papers use
+    mcts', 'MCTS', 'monte-carlo tree search') -> 'how many papers use monte-carlo tree
+    search'; the text as it is where the term is not a word of it."""
+    return re.sub(rf"(?i)(?<![\w-]){re.escape(term)}s?(?![\w-])", lambda _: long, text)
 
 
 def _one_each(sides: Sequence[list[Hit]]) -> list[Hit]:

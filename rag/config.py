@@ -283,6 +283,12 @@ class Settings(BaseSettings):
         "leans on the answer before it), written by `rag eval fit-followup`; unset = the "
         "one shipped in rag/data/followup.json.",
     )
+    glossary_file: Path | None = Field(
+        None,
+        description="The acronym glossary read for a word no indexed abstract holds ('mcts' "
+        "-> Monte Carlo tree search), written by `rag eval glossary`; unset = the one "
+        "shipped in rag/data/glossary.json.",
+    )
     match_depth: int = Field(
         2000,
         ge=10,
