@@ -380,25 +380,24 @@ def fit_followup_cmd(
     click.echo(f"Wrote {target}, and {out}/rows.jsonl.")
 
 
-@eval_group.command("glossary")
+@eval_group.command("acronyms")
 @click.argument("corpora", nargs=-1, type=click.Path(exists=True))
 @click.option(
     "--write",
     "target",
     type=click.Path(dir_okay=False),
-    help="Where to write it (default: RAG_GLOSSARY_FILE, else the shipped "
-    "rag/data/glossary.json).",
+    help="Where to write it (default: RAG_ACRONYMS_FILE, else the shipped rag/data/acronyms.json).",
 )
 @click.pass_context
-def glossary_cmd(ctx: click.Context, corpora: tuple[str, ...], target: str | None) -> None:
+def acronyms_cmd(ctx: click.Context, corpora: tuple[str, ...], target: str | None) -> None:
     """Build the acronym glossary from CORPORA's abstracts (default: ../shared's
-    paperlists and the bundled seeds; eval/glossary.py)."""
-    from eval import glossary
+    paperlists and the bundled seeds; eval/acronyms.py)."""
+    from eval import acronyms
     from eval.scale import SHARED_BASE
+    from rag.acronyms import DEFAULT_FILE
     from rag.config import BUNDLED_CORPUS
     from rag.corpus.load import expand_paths
     from rag.corpus.papers import FieldMap
-    from rag.glossary import DEFAULT_GLOSSARY
     from rag.ingest import read_papers
     from rag.types import IngestSummary, Paper
 
@@ -407,11 +406,11 @@ def glossary_cmd(ctx: click.Context, corpora: tuple[str, ...], target: str | Non
         p for p in (SHARED_BASE, Path(BUNDLED_CORPUS)) if p.exists()
     ]
     items = read_papers(expand_paths(paths), FieldMap(), IngestSummary())
-    built = glossary.build(
+    built = acronyms.build(
         (p for p in items if isinstance(p, Paper)),
         about={"corpora": [str(p) for p in corpora] or ["../shared/corpora/paperlists", "seeds"]},
     )
-    path = glossary.write(built, Path(target or settings.glossary_file or DEFAULT_GLOSSARY))
+    path = acronyms.write(built, Path(target or settings.acronyms_file or DEFAULT_FILE))
     click.echo(json.dumps(built["about"], ensure_ascii=False))
     click.echo(f"Wrote {path}.")
 

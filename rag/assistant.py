@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from rag import frequency, glossary, prompts
+from rag import acronyms, frequency, prompts
 from rag.aggregate import matching
 from rag.aggregate.conference import count_answer, count_of_previous, table_answer
 from rag.aggregate.topics import TopicSet, topics_of
@@ -133,7 +133,7 @@ class Assistant:
         in another language is read in English: its translation (rag/question/translate.py) is
         made once per `translations` (a conversation's cache), by the LLM in llm mode."""
         vocabulary = self.retriever.vocabulary()
-        spellings = glossary.Spellings(
+        spellings = acronyms.Spellings(
             self.retriever.acronym_spellings(), self.glossary, self.holds_word
         )
         asked = with_acronyms(read(question, vocabulary), spellings)
@@ -336,9 +336,9 @@ class Assistant:
         return answer
 
     @property
-    def glossary(self) -> glossary.Glossary:
-        """The acronym glossary (rag/glossary.py, read on first use)."""
-        return glossary.load(self.settings.glossary_file)
+    def glossary(self) -> acronyms.Glossary:
+        """The acronym glossary (rag/acronyms.py, read on first use)."""
+        return acronyms.load(self.settings.acronyms_file)
 
     def holds_word(self, word: str) -> bool:
         """Tell whether some stored abstract holds the word (its stem)."""

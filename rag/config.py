@@ -283,11 +283,11 @@ class Settings(BaseSettings):
         "leans on the answer before it), written by `rag eval fit-followup`; unset = the "
         "one shipped in rag/data/followup.json.",
     )
-    glossary_file: Path | None = Field(
+    acronyms_file: Path | None = Field(
         None,
         description="The acronym glossary read for a word no indexed abstract holds ('mcts' "
-        "-> Monte Carlo tree search), written by `rag eval glossary`; unset = the one "
-        "shipped in rag/data/glossary.json.",
+        "-> Monte Carlo tree search), written by `rag eval acronyms`; unset = the one "
+        "shipped in rag/data/acronyms.json.",
     )
     match_depth: int = Field(
         2000,

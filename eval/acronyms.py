@@ -1,4 +1,4 @@
-"""Real abstracts -> the acronym glossary (rag/glossary.py): `rag eval glossary`.
+"""Real abstracts -> the acronym glossary (rag/acronyms.py): `rag eval acronyms`.
 
 Every abstract's spelled-out acronyms ('Monte Carlo tree search (MCTS)', rag.text
 `spelled_out`) are counted once per abstract. Long forms that differ only by hyphens,

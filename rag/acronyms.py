@@ -5,8 +5,8 @@ MCTS (`Retriever.aliases`). A question may name an acronym that no stored abstra
 at all: 'how many papers use mcts' over abstracts that only write 'Monte Carlo tree
 search' matches nothing as typed, in BM25, in a count's coverage or in the answerability
 check. The glossary gives such a word its long form: every acronym that at least
-`MIN_PAPERS` real abstracts spell out the same way (rag/data/glossary.json, written by
-`rag eval glossary` from ../shared's ~22k abstracts, or RAG_GLOSSARY_FILE). It is read
+`MIN_PAPERS` real abstracts spell out the same way (rag/data/acronyms.json, written by
+`rag eval acronyms` from ../shared's ~22k abstracts, or RAG_ACRONYMS_FILE). It is read
 only for a word no stored abstract holds, so an index's own usage always wins, and a
 question is told when a word was read through it (the "expanded" notice).
 """
@@ -21,7 +21,7 @@ from typing import Any
 
 from rag.config import DATA_DIR, load_fitted
 
-DEFAULT_GLOSSARY = DATA_DIR / "glossary.json"
+DEFAULT_FILE = DATA_DIR / "acronyms.json"
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +56,7 @@ class Glossary:
 @lru_cache(maxsize=4)
 def load(path: Path | None = None) -> Glossary:
     """The glossary file (default: the one shipped in rag/data)."""
-    return load_fitted(path or DEFAULT_GLOSSARY, "acronym glossary", Glossary.from_json)
+    return load_fitted(path or DEFAULT_FILE, "acronym glossary", Glossary.from_json)
 
 
 class Spellings(Mapping[str, str]):

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from eval import glossary as building
-from rag import glossary
+from eval import acronyms as building
+from rag import acronyms
 from rag.assistant import Assistant
 from rag.cli import main
 from rag.types import Paper
@@ -44,36 +44,36 @@ def test_a_written_glossary_loads_back(tmp_path: Path) -> None:
     )
     path = building.write(built, tmp_path / "g.json")
     assert json.loads(path.read_text())["acronyms"]["gnn"]["papers"] == 2
-    loaded = glossary.load(path)
+    loaded = acronyms.load(path)
     entry = loaded.get("gnn")
     assert entry is not None and entry.written == "GNN" and loaded.get("GNN") == entry
     assert loaded.get("mcts") is None
     with pytest.raises(ValueError, match="acronym glossary"):
-        glossary.load(tmp_path / "missing.json")
+        acronyms.load(tmp_path / "missing.json")
 
 
 def test_spellings_prefer_the_index_and_skip_words_it_holds() -> None:
-    table = glossary.Glossary(
+    table = acronyms.Glossary(
         {
-            "mcts": glossary.Entry("MCTS", "monte carlo tree search", 18),
-            "gnn": glossary.Entry("GNN", "graph neural networks", 60),
-            "dpo": glossary.Entry("DPO", "dynamic pricing optimization", 2),
+            "mcts": acronyms.Entry("MCTS", "monte carlo tree search", 18),
+            "gnn": acronyms.Entry("GNN", "graph neural networks", 60),
+            "dpo": acronyms.Entry("DPO", "dynamic pricing optimization", 2),
         },
         {},
     )
-    spellings = glossary.Spellings({"dpo": "DPO"}, table, lambda w: w == "gnn")
+    spellings = acronyms.Spellings({"dpo": "DPO"}, table, lambda w: w == "gnn")
     assert spellings["dpo"] == "DPO" and "mcts" in spellings
     assert "gnn" not in spellings  # the index holds the word: it is read as the index does
     assert "nope" not in spellings and list(spellings) == ["dpo"] and len(spellings) == 1
 
 
 def test_the_shipped_glossary_is_the_one_the_command_writes(tmp_path: Path) -> None:
-    shipped = json.loads(glossary.DEFAULT_GLOSSARY.read_text(encoding="utf-8"))
+    shipped = json.loads(acronyms.DEFAULT_FILE.read_text(encoding="utf-8"))
     assert shipped["acronyms"]["mcts"]["long"] == "monte-carlo tree search"
     assert shipped["about"]["acronyms"] == len(shipped["acronyms"]) > 500
     seeds = Path(__file__).parents[1] / "rag" / "data" / "iclr2026"
     target = tmp_path / "seeds.json"
-    result = CliRunner().invoke(main, ["eval", "glossary", str(seeds), "--write", str(target)])
+    result = CliRunner().invoke(main, ["eval", "acronyms", str(seeds), "--write", str(target)])
     assert result.exit_code == 0, result.output
     from_seeds = json.loads(target.read_text())["acronyms"]
     assert from_seeds and all(k in shipped["acronyms"] for k in from_seeds)
