@@ -170,6 +170,11 @@ def test_a_count_gives_the_number_the_papers_and_how_they_were_chosen(seeded: As
     assert len(answer.sources) == 2 and answer.citations == [1, 2]
     assert {"GTO" in s.title or "n-draft" in s.title for s in answer.sources} == {True}
     assert "**2 papers**" in answer.answer and "[1]" in answer.answer
+    # each member's line quotes the sentence of its abstract that makes it count
+    for source, line in zip(answer.sources, answer.answer.splitlines()[1:], strict=True):
+        assert line.startswith(f"- **{source.title}** [{source.n}]: “")
+        quote = line.split("“", 1)[1].rstrip("”").removesuffix(" …")
+        assert quote in source.text and "speculative" in quote.casefold()
     assert [n.code for n in answer.notices][:2] == ["scope", "count_cut"]
     assert "52 papers in scope" in answer.notices[1]
 

@@ -1,11 +1,12 @@
 """Questions about many papers -> Answers: counts (with groups) and comparison tables.
 
 A count ('how many ICLR 2026 papers study speculative decoding?') answers with the number,
-the papers (the first `count_cited` cited in the text, every member in `sources`, most
-probable first), the groups when asked ('per year' -> `count_by`), and a notice saying
-how the set was decided (rag/aggregate/matching.py). A comparison ('compare GTO and the n-draft
-paper', 'compare the papers on bilevel optimization') answers with a table, one row per
-paper, its cells quoted from the abstracts (rag/aggregate/tables.py). Both are made the same way
+the papers (the first `count_cited` cited in the text, each with the sentence of its
+abstract that holds most of the topic, every member in `sources`, most probable first),
+the groups when asked ('per year' -> `count_by`), and a notice saying how the set was
+decided (rag/aggregate/matching.py). A comparison ('compare GTO and the n-draft paper',
+'compare the papers on bilevel optimization') answers with a table, one row per paper,
+its cells quoted from the abstracts (rag/aggregate/tables.py). Both are made the same way
 with or without an LLM endpoint: what they state is the abstracts' own words.
 """
 
@@ -18,6 +19,7 @@ from dataclasses import replace
 from rag.aggregate import tables
 from rag.aggregate.matching import Matches
 from rag.answering.answer import make_sources
+from rag.answering.extractive import states_contribution
 from rag.question.reading import Query
 from rag.text import split_sentences
 from rag.types import Answer, Hit, Notice, Paper, Source, TableRow
@@ -41,7 +43,7 @@ def count_answer(
     papers, verb = ("paper", "matches") if n == 1 else ("papers", "match")
     head = f"**{n} {papers}**{where} {verb} “{matches.topic}”"
     lines = [head + (":" if n else ".")]
-    lines += [f"- **{s.title}** [{s.n}]" for s in shown]
+    lines += [_member_line(s) for s in shown]
     count_by = None
     if query.group_by:
         groups = group_counts([c.paper for c in members], query.group_by)
@@ -142,9 +144,26 @@ def table_answer(
     return answer
 
 
+QUOTE_CHARS = 200  # a count's member line quotes at most this much of its sentence
+
+
+def _member_line(source: Source) -> str:
+    """'- **GTO: Group Tree Optimization** [1]: “... draft tree ...”': a member of a count,
+    with the sentence that makes it count (cut at a word past QUOTE_CHARS)."""
+    line = f"- **{source.title}** [{source.n}]"
+    if not source.highlights:
+        return line
+    quote = source.highlights[0]
+    if len(quote) > QUOTE_CHARS:
+        quote = quote[:QUOTE_CHARS].rsplit(" ", 1)[0].rstrip(",;:") + " …"
+    return f"{line}: “{quote}”"
+
+
 def _best_sentence(topic: str, source: Source, coverage: Coverage) -> list[str]:
-    """The sentence of an abstract that holds most of the topic (the card's quote)."""
+    """The sentence of an abstract that holds most of the topic (the card's quote and the
+    count's line); of those alike, one that states the paper's contribution ('we
+    propose ...'), not the background sentence before it."""
     sentences = split_sentences(source.text)
     if not sentences:
         return []
-    return [max(sentences, key=lambda s: coverage(topic, s))]
+    return [max(sentences, key=lambda s: (coverage(topic, s), states_contribution(s)))]

@@ -307,6 +307,11 @@ def _complement(query: Query, sentences: list[str], order: list[int]) -> list[in
     return []
 
 
+def states_contribution(sentence: str) -> bool:
+    """Tell whether a sentence states what the paper contributes ('we propose ...')."""
+    return _CONTRIBUTION.search(sentence) is not None
+
+
 def compose(picked: list[tuple[Source, list[str]]]) -> str:
     """One cited line per source; a bullet list when there are several."""
     lines = []
