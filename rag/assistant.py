@@ -266,6 +266,7 @@ class Assistant:
         ignore_scope: Iterable[str] = (),
         context_filters: Filters | None = None,
         prefer: Sequence[str] = (),
+        focus_only: bool = False,
         translations: dict[str, Translation] | None = None,
     ) -> Answer:
         """Retrieve and answer one question.
@@ -273,7 +274,8 @@ class Assistant:
         `query` overrides what is searched (a follow-up's standalone query); the scope is
         `filters` over what the question names over `context_filters` (a follow-up's
         previous scope), less the fields in `ignore_scope`; papers in `prefer` (what a
-        follow-up refers to) rank first; `translations` caches the English of questions in
+        follow-up refers to) rank first, and with `focus_only` only they answer (when the
+        search finds them); `translations` caches the English of questions in
         other languages (a conversation's).
         """
         question = question.strip()
@@ -301,6 +303,8 @@ class Assistant:
             hits = self.retriever.search(
                 searched, top_k, applied, retriever, timings, read_q.keywords, prefer
             )
+            if focus_only and prefer:
+                hits = [h for h in hits if h.paper.paper_id in prefer] or hits
             # wall time: the dense and BM25 searches overlap, so their parts do not add up
             timings["retrieve"] = round((time.perf_counter() - t0) * 1000, 2)
             t0 = time.perf_counter()
@@ -559,6 +563,12 @@ class Conversation:
             options["context_filters"] = Filters(**last.applied_filters)
             if not condensed:  # a condensed query already names what 'it' is
                 options["prefer"] = referred_papers(last, read_q)
+                if not read_q.plural and not self._asked_for_many():
+                    # 'how many scenarios can it handle?' after 'which paper speeds up
+                    # dynamic programming on GPUs?': 'it' is the paper that answer is
+                    # about, its first cited one, and only that paper answers
+                    options["prefer"] = options["prefer"][:1]
+                    options["focus_only"] = True
         answer = self.assistant.ask(question, query=query, **options)
         if condensed and answer.abstained and answer.sources:
             # Decided after the check: a rewrite by the model that finds no answer gives
@@ -580,6 +590,11 @@ class Conversation:
         answer.follow_up = follow_up
         self.turns.append(Turn(question, answer))
         return answer
+
+    def _asked_for_many(self) -> bool:
+        """Tell whether the last turn's question asked for several papers ('which papers
+        ...', a count, a comparison) rather than about one."""
+        return self.assistant.read(self.turns[-1].question, None, self.translations).plural
 
     def standalone_query(
         self, question: str, mode: str | None = None, notices: list[Notice] | None = None

@@ -174,6 +174,25 @@ def test_a_follow_up_quotes_the_sentence_holding_the_detail_it_asks(seeded: Assi
     assert seeded.plan("what dataset did they evaluate on?")[0].detail == ""
 
 
+def test_a_follow_up_about_one_paper_is_answered_from_that_paper_only(
+    seeded: Assistant,
+) -> None:
+    # 'it' after a question about one paper is that answer's first cited paper: the
+    # follow-up quotes it alone, not a neighbour that also mentions a speedup
+    chat = seeded.conversation()
+    first = chat.ask("gto", mode="extractive")
+    follow = chat.ask("how much faster is it", mode="extractive")
+    focus = next(s for s in first.sources if s.cited).paper_id
+    assert follow.follow_up and "7.7" in follow.answer
+    assert {s.paper_id for s in follow.sources} == {focus}
+    # after a question for several papers, 'they' may be any of them
+    chat = seeded.conversation()
+    listed = chat.ask("which iclr 2026 papers build on dpo", mode="extractive")
+    cited = {s.paper_id for s in listed.sources if s.cited}
+    after = chat.ask("what do they change in the loss", mode="extractive")
+    assert after.follow_up and len({s.paper_id for s in after.sources} & cited) > 1
+
+
 def test_answer_json_round_trips(fake_seeded: Assistant) -> None:
     answer = fake_seeded.ask("conformal prediction interval width")
     data = json.loads(json.dumps(answer_json(answer)))
