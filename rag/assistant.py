@@ -222,6 +222,13 @@ class Assistant:
         known = {t.casefold() for t in terms}
         implied = tuple(a for a in self.retriever.abbreviations(text) if a not in known)
         aliases = self.retriever.aliases((*terms, *implied))
+        # An acronym the index spells out two ways ('DP': differential privacy, dynamic
+        # programming) names nothing by itself: 'dynamic programming on GPUs' is not
+        # answered from a paper whose 'DP' is differential privacy.
+        lowered = text.casefold()
+        ambiguous = {a for a in implied if any(f not in lowered for f in aliases.get(a, ()))}
+        implied = tuple(a for a in implied if a not in ambiguous)
+        aliases = {t: forms for t, forms in aliases.items() if t not in ambiguous}
         topic = read_q.topic
         notices = list(read_q.notices)
         for term in terms:  # an acronym no stored abstract holds: searched by its long form

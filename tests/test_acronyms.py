@@ -97,3 +97,20 @@ def test_an_acronym_no_abstract_writes_is_searched_by_its_long_form(
     read_dpo, _ = fake_seeded.plan("how many dpo variants")
     assert read_dpo.terms == ("DPO",) and not read_dpo.notices
     assert "dynamic" not in read_dpo.text
+
+
+def test_an_acronym_the_index_spells_out_two_ways_names_nothing_by_itself(
+    fake_seeded: Assistant,
+) -> None:
+    # the seeds write 'DP' for differential privacy and for dynamic programming
+    assert set(fake_seeded.retriever.aliases(["dp"])["dp"]) == {
+        "differential privacy",
+        "dynamic programming",
+    }
+    read_q, _ = fake_seeded.plan("which paper speeds up dynamic programming on GPUs?")
+    assert "dp" not in read_q.implied and "dp" not in read_q.aliases
+    answer = fake_seeded.ask("which paper speeds up dynamic programming on GPUs?")
+    assert not any("Differential Privacy" in s.text for s in answer.sources if s.cited)
+    # one the index spells out one way is still implied by its long form
+    read_dct, _ = fake_seeded.plan("which papers use the discrete cosine transform")
+    assert read_dct.implied == ("dct",)
