@@ -72,6 +72,11 @@ def questions_argument(func: Callable[..., Any]) -> Callable[..., Any]:
     )(func)
 
 
+def write_option(help_text: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """`--write PATH` (the parameter `model_path`): where a fitting command writes."""
+    return click.option("--write", "model_path", type=click.Path(dir_okay=False), help=help_text)
+
+
 @click.group("eval")
 def eval_group() -> None:
     """Measure how far the assistant can be trusted, on question sets with gold papers."""
@@ -159,12 +164,9 @@ def _labelled_rows(
     show_default=True,
     help="Share of the answerable questions the threshold may refuse.",
 )
-@click.option(
-    "--write",
-    "model_path",
-    type=click.Path(dir_okay=False),
-    help="Where to write the model (default: RAG_ANSWERABILITY_FILE, else the shipped "
-    "rag/data/answerability.json).",
+@write_option(
+    "Where to write the model (default: RAG_ANSWERABILITY_FILE, else the shipped "
+    "rag/data/answerability.json)."
 )
 @click.pass_context
 def calibrate_cmd(
@@ -217,11 +219,8 @@ def calibrate_cmd(
     type=click.Path(dir_okay=False, exists=True),
     help="rows.jsonl of an earlier count calibration (e.g. on the 22k index) to fit on too.",
 )
-@click.option(
-    "--write",
-    "model_path",
-    type=click.Path(dir_okay=False),
-    help="Where to write the cut (default: RAG_MATCH_FILE, else the shipped rag/data/match.json).",
+@write_option(
+    "Where to write the cut (default: RAG_MATCH_FILE, else the shipped rag/data/match.json)."
 )
 @click.pass_context
 def calibrate_count_cmd(
@@ -262,12 +261,9 @@ def calibrate_count_cmd(
 @eval_group.command("fit-sentences")
 @click.argument("questions_files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Output folder.")
-@click.option(
-    "--write",
-    "model_path",
-    type=click.Path(dir_okay=False),
-    help="Where to write the weights (default: OUT/sentence.json; rag/data/sentence.json "
-    "is what the answerer reads: install them only after `rag eval run` shows they help).",
+@write_option(
+    "Where to write the weights (default: OUT/sentence.json; rag/data/sentence.json "
+    "is what the answerer reads: install them only after `rag eval run` shows they help)."
 )
 @click.pass_context
 def fit_sentences_cmd(
@@ -317,12 +313,7 @@ def fit_sentences_cmd(
     type=click.Path(dir_okay=False, exists=True),
     default="eval/questions/intent.jsonl",
 )
-@click.option(
-    "--write",
-    "model_path",
-    type=click.Path(dir_okay=False),
-    help="Where to write the model (default: the shipped rag/data/intent.json).",
-)
+@write_option("Where to write the model (default: the shipped rag/data/intent.json).")
 def fit_intent_cmd(labels_file: str, model_path: str | None) -> None:
     """Fit the question-intent model on LABELS_FILE's dev questions; score its test ones."""
     from eval import intent
@@ -341,12 +332,9 @@ def fit_intent_cmd(labels_file: str, model_path: str | None) -> None:
 @eval_group.command("fit-followup")
 @click.argument("questions_files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Output folder.")
-@click.option(
-    "--write",
-    "model_path",
-    type=click.Path(dir_okay=False),
-    help="Where to write the model (default: RAG_FOLLOWUP_FILE, else the shipped "
-    "rag/data/followup.json).",
+@write_option(
+    "Where to write the model (default: RAG_FOLLOWUP_FILE, else the shipped "
+    "rag/data/followup.json)."
 )
 @click.pass_context
 def fit_followup_cmd(
@@ -382,14 +370,11 @@ def fit_followup_cmd(
 
 @eval_group.command("acronyms")
 @click.argument("corpora", nargs=-1, type=click.Path(exists=True))
-@click.option(
-    "--write",
-    "target",
-    type=click.Path(dir_okay=False),
-    help="Where to write it (default: RAG_ACRONYMS_FILE, else the shipped rag/data/acronyms.json).",
+@write_option(
+    "Where to write it (default: RAG_ACRONYMS_FILE, else the shipped rag/data/acronyms.json)."
 )
 @click.pass_context
-def acronyms_cmd(ctx: click.Context, corpora: tuple[str, ...], target: str | None) -> None:
+def acronyms_cmd(ctx: click.Context, corpora: tuple[str, ...], model_path: str | None) -> None:
     """Build the acronym glossary from CORPORA's abstracts (default: ../shared's
     paperlists and the bundled seeds; eval/acronyms.py)."""
     from eval import acronyms
@@ -410,7 +395,7 @@ def acronyms_cmd(ctx: click.Context, corpora: tuple[str, ...], target: str | Non
         (p for p in items if isinstance(p, Paper)),
         about={"corpora": [str(p) for p in corpora] or ["../shared/corpora/paperlists", "seeds"]},
     )
-    path = acronyms.write(built, Path(target or settings.acronyms_file or DEFAULT_FILE))
+    path = acronyms.write(built, Path(model_path or settings.acronyms_file or DEFAULT_FILE))
     click.echo(json.dumps(built["about"], ensure_ascii=False))
     click.echo(f"Wrote {path}.")
 
