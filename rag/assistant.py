@@ -459,6 +459,12 @@ class Assistant:
         thread.start()
         return thread
 
+    def prefetch(self) -> threading.Thread | None:
+        """In a long-running process: read the index's mapped files into the page cache in
+        the background (`Retriever.prefetch`), so the first questions are as fast as later
+        ones."""
+        return self.retriever.prefetch()
+
     def _warm_quietly(self) -> None:
         # A failure here is reported by the question that needs the model.
         with contextlib.suppress(Exception):

@@ -430,6 +430,7 @@ def format_table(answer: Answer, width: int | None = None) -> str:
 def chat_cmd(ctx: click.Context, mode: str | None) -> None:
     """Chat in the terminal (follow-up questions keep context). Builds the index if empty."""
     assistant = _ready(ctx)
+    assistant.prefetch()
     stats = assistant.stats()
     click.echo(f"{stats['papers']} papers indexed. Ask a question; /clear resets, /quit exits.")
     conversation = assistant.conversation()

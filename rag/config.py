@@ -151,6 +151,13 @@ class Settings(BaseSettings):
         "from the server's HNSW index, so an instance does not pull every vector. 0: always "
         "ANN.",
     )
+    prefetch: bool = Field(
+        True,
+        description="Long-running processes (the app, `rag chat`) have the kernel read the "
+        "index's mapped files (vectors, BM25, catalog) into the page cache in the background "
+        "when they open it, so their first questions do not wait on the disk (1M papers: "
+        "first questions' p95 124 -> 18 ms once read, ~6 s).",
+    )
     server_dense: Literal["server", "local"] = Field(
         "server",
         description="With RAG_CHROMA_URL past RAG_ANN_MIN_ROWS chunks: server = the Chroma "

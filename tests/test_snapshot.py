@@ -593,3 +593,32 @@ def test_an_ingest_that_only_adds_papers_appends_to_the_saved_catalog(
     assert [h.paper.paper_id for h in hits] == ["added/new-1"]
     again, _ = rag.ingest.ingest([*corpus, added], assistant.store, fake_embedder, settings)
     assert (again.papers_new, again.papers_unchanged, again.chunks_embedded) == (0, 7, 0)
+
+
+def test_prefetch_reads_the_mapped_files_of_the_current_stamp(
+    fake_factory: Callable[..., Assistant], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assistant = fake_factory()
+    assistant.search("speculative decoding")  # the retrieval and vector snapshots exist
+    assistant.retriever.stored_vectors()
+    settings, stamp = assistant.settings, assistant.retriever.catalog.stamp
+    paths = snapshots.prefetched_paths(settings, stamp)
+    kinds = [p.name.split(f"-{stamp}")[0] for p in paths]
+    assert kinds == ["vectors", "bm25-indptr", "bm25-indices", "bm25-data", "catalog"]
+    read: Counter[str] = Counter()
+    real_open = Path.open
+
+    def counted_open(self: Path, *args: Any, **kwargs: Any) -> Any:
+        file = real_open(self, *args, **kwargs)
+        if self in paths:
+            read[self.name] += self.stat().st_size
+        return file
+
+    monkeypatch.setattr(Path, "open", counted_open)
+    thread = assistant.prefetch()
+    assert thread is not None
+    thread.join(timeout=30)
+    assert set(read) == {p.name for p in paths}
+    off = fake_factory(prefetch=False)
+    assert off.prefetch() is None
+    assert snapshots.prefetch(settings, "no-such-stamp") is None

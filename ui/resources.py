@@ -86,6 +86,7 @@ def load_assistant(key: str, _settings: Settings) -> Assistant:
     embedder = load_embedder(f"{embedder_key(settings)}|{family}|{hook}", settings, family)
     assistant = Assistant(settings, embedder)
     assistant.warm_up(background=True)  # the model loads while the page draws
+    assistant.prefetch()  # and the index's mapped files are read ahead of the questions
     return assistant
 
 

@@ -829,6 +829,13 @@ class Retriever:
         past = len(state.catalog.ids) >= max(1, s.ann_min_rows)
         return bool(s.chroma_url) and s.server_dense == "server" and past
 
+    def prefetch(self) -> threading.Thread | None:
+        """Have the kernel read this index's mapped snapshot files into the page cache on a
+        thread of its own (rag/store/snapshot.py `prefetch`; off with RAG_PREFETCH=false)."""
+        if not self.settings.prefetch:
+            return None
+        return snapshots.prefetch(self.settings, self.catalog.stamp)
+
     def stored_vectors(self) -> tuple[CatalogView, Mapping[str, int], np.ndarray]:
         """The catalog, its chunk id -> row map, and every stored vector, a row per chunk
         in its order (one consistent view, even if an ingest refreshes meanwhile)."""

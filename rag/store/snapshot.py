@@ -49,6 +49,7 @@ import os
 import pickle
 import secrets
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -284,6 +285,52 @@ def remove_other_stamps(settings: Settings, kind: str, stamp: str) -> None:
 
 
 # -- the catalog ------------------------------------------------------------------------
+
+
+# What a search reads of the mapped files, first what every question reads: the vectors
+# it rescores, BM25's matrix, then the catalog rows of the hits it shows.
+PREFETCHED = (
+    ("vectors", ".npy"),
+    ("bm25-indptr", ".npy"),
+    ("bm25-indices", ".npy"),
+    ("bm25-data", ".npy"),
+    ("catalog", ".cols"),
+)
+
+
+READ_AHEAD_BYTES = 16 * 1024 * 1024  # one read of the prefetch thread
+
+
+def prefetched_paths(settings: Settings, stamp: str | None) -> list[Path]:
+    """The mapped files of `stamp` that exist, in the order `prefetch` reads them."""
+    paths = [p for k, suffix in PREFETCHED if (p := stamped_path(settings, k, stamp, suffix))]
+    return [p for p in paths if p.is_file()]
+
+
+def prefetch(settings: Settings, stamp: str | None) -> threading.Thread | None:
+    """Read the mapped files of `stamp` once, on a thread of its own, so they are in the
+    page cache before a long-running process's first questions touch them (1M papers, AMD
+    EPYC: first questions' p95 124 ms with a cold cache, 18 ms warm; the files are 5.8 GB,
+    ~6 s of reading, nothing of it held in this process's memory). The reads are plain
+    ones: POSIX_FADV_WILLNEED and MADV_WILLNEED read nothing on the Firecracker VM this
+    was measured on. None when there is nothing to read."""
+    paths = prefetched_paths(settings, stamp)
+    if not paths:
+        return None
+
+    def read_ahead() -> None:
+        buffer = bytearray(READ_AHEAD_BYTES)
+        for path in paths:
+            try:
+                with path.open("rb", buffering=0) as file:
+                    while file.readinto(buffer):
+                        pass
+            except OSError:
+                continue  # replaced by a newer snapshot meanwhile: nothing to warm
+
+    thread = threading.Thread(target=read_ahead, name="rag-prefetch", daemon=True)
+    thread.start()
+    return thread
 
 
 def catalog_path(settings: Settings, stamp: str | None) -> Path | None:
