@@ -606,8 +606,9 @@ class Conversation:
 
     def _asked_for_many(self) -> bool:
         """Tell whether the last turn's question asked for several papers ('which papers
-        ...', a count, a comparison) rather than about one."""
-        return self.assistant.read(self.turns[-1].question, None, self.translations).plural
+        ...', a count, a comparison) rather than about one ('which paper ...')."""
+        asked = self.assistant.read(self.turns[-1].question, None, self.translations)
+        return asked.plural and not asked.asks_for_one
 
     def standalone_query(
         self, question: str, mode: str | None = None, notices: list[Notice] | None = None

@@ -195,6 +195,7 @@ PAPER_NOUNS = _words(
 )
 # Plural nouns that ask for several papers ('which methods ...', 'dpo variants').
 PLURAL_NOUNS = _words("papers works studies methods approaches articles submissions variants")
+SINGULAR_NOUNS = _words("paper work study method approach article submission")  # the same, one
 # A count per group ('per year', 'by venue', 'each primary area'): the group nouns -> field.
 GROUP_NOUNS = {
     "year": "year",

@@ -185,6 +185,14 @@ def test_a_follow_up_about_one_paper_is_answered_from_that_paper_only(
     focus = next(s for s in first.sources if s.cited).paper_id
     assert follow.follow_up and "7.7" in follow.answer
     assert {s.paper_id for s in follow.sources} == {focus}
+    # 'which paper ...' asks for one too, though the intent model reads it as 'papers'
+    chat = seeded.conversation()
+    one = chat.ask("which paper speeds up dynamic programming on GPUs?", mode="extractive")
+    detail = chat.ask("how many scenarios can it handle in one pass?", mode="extractive")
+    assert one.intent == "papers" and "10^6" in detail.answer
+    assert {s.paper_id for s in detail.sources} == {
+        next(s for s in one.sources if s.cited).paper_id
+    }
     # after a question for several papers, 'they' may be any of them
     chat = seeded.conversation()
     listed = chat.ask("which iclr 2026 papers build on dpo", mode="extractive")

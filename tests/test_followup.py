@@ -88,3 +88,9 @@ def test_the_fit_learns_from_informative_rows_and_reports_cross_validation() -> 
     assert not followup.follows_up(_row("y", False, 0.0)["features"], model)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="follow-ups"):
         followupfit.fit([_row("a", False, 0.0)])
+
+
+def test_which_paper_asks_for_one_and_which_papers_for_several() -> None:
+    assert read("which paper speeds up dynamic programming on GPUs?").asks_for_one
+    assert not read("which papers speed up dynamic programming on GPUs?").asks_for_one
+    assert not read("what is GTO").asks_for_one  # not a question for papers at all

@@ -60,6 +60,7 @@ from rag.lexicon import (
     SCOPE_PAPER_NOUNS,
     SET_DETERMINERS,
     SET_NOUNS,
+    SINGULAR_NOUNS,
     STATUS_ALONE,
     STATUS_FOLLOWERS,
     STATUS_WORDS,
@@ -175,6 +176,15 @@ class Query:
     def asks_authors(self) -> bool:
         """Tell whether authors or affiliations are asked for."""
         return _ASKS_AUTHORS.search(self.english) is not None
+
+    @property
+    def asks_for_one(self) -> bool:
+        """'which paper speeds up dynamic programming on GPUs?': papers asked for, in the
+        singular (the intent model reads 'which paper' and 'which papers' alike)."""
+        words = _words(self.english)
+        return (
+            self.intent == "papers" and bool(SINGULAR_NOUNS & words) and not (PLURAL_NOUNS & words)
+        )
 
     @property
     def asks_code(self) -> bool:
