@@ -571,24 +571,17 @@ class Conversation:
                 return counted
         query, condensed = self._standalone(read_q, options.get("mode"), notices)
         follow_up = query is not None
-        if follow_up:  # the previous turn's scope holds unless the follow-up names one
-            last = self.turns[-1].answer
-            options["context_filters"] = Filters(**last.applied_filters)
-            if not condensed:  # a condensed query already names what 'it' is
-                options["prefer"] = referred_papers(last, read_q)
-                if not read_q.plural and not self._asked_for_many():
-                    # 'how many scenarios can it handle?' after 'which paper speeds up
-                    # dynamic programming on GPUs?': 'it' is the paper that answer is
-                    # about, its first cited one, and only that paper answers
-                    options["prefer"] = options["prefer"][:1]
-                    options["focus_only"] = True
+        alone = dict(options)
+        if follow_up:
+            options = self._follow_up_options(read_q, options, condensed)
         answer = self.assistant.ask(question, query=query, **options)
         if condensed and answer.abstained and answer.sources:
             # Decided after the check: a rewrite by the model that finds no answer gives
             # way to the offline one (the previous query with the follow-up's words).
-            offline = self._offline_standalone(read_q)
             retried = self.assistant.ask(
-                question, query=offline, **{**options, "prefer": referred_papers(last, read_q)}
+                question,
+                query=self._offline_standalone(read_q),
+                **self._follow_up_options(read_q, alone, condensed=False),
             )
             if not retried.abstained:
                 notices.append(
@@ -603,6 +596,38 @@ class Conversation:
         answer.follow_up = follow_up
         self.turns.append(Turn(question, answer))
         return answer
+
+    def _follow_up_options(
+        self, read_q: Query, options: dict[str, Any], condensed: bool
+    ) -> dict[str, Any]:
+        """`options` for asking a follow-up: the previous turn's scope holds unless the
+        follow-up names one, and the papers it refers to rank first (or alone)."""
+        last = self.turns[-1].answer
+        options = {**options, "context_filters": Filters(**last.applied_filters)}
+        if condensed:  # a condensed query already names what 'it' is
+            return options
+        options["prefer"] = referred_papers(last, read_q)
+        if not read_q.plural and not self._asked_for_many():
+            # 'how many scenarios can it handle?' after 'which paper speeds up dynamic
+            # programming on GPUs?': 'it' is the paper that answer is about, its first
+            # cited one, and only that paper answers
+            options["prefer"] = options["prefer"][:1]
+            options["focus_only"] = True
+        elif not read_q.plural and followup.picks_one(read_q.english):
+            # 'the one that picks which preference pairs to label?' after a list: the
+            # listed paper whose sentences answer its own words best, and only that one
+            options["prefer"] = self._best_listed(read_q, options["prefer"])
+            options["focus_only"] = True
+        return options
+
+    def _best_listed(self, read_q: Query, listed: Sequence[str]) -> tuple[str, ...]:
+        """The one of the `listed` papers whose sentences answer the follow-up's own words
+        (not the previous question's) best (`Answerer.best_answering`)."""
+        stored = self.assistant.retriever.catalog.papers
+        papers = [stored[pid].paper for pid in listed if pid in stored]
+        if len(papers) < 2:
+            return tuple(listed)
+        return (papers[self.assistant.answerer.best_answering(read_q, papers)].paper_id,)
 
     def _asked_for_many(self) -> bool:
         """Tell whether the last turn's question asked for several papers ('which papers

@@ -60,6 +60,26 @@ def test_a_follow_up_without_a_pronoun_picks_from_the_papers_shown(seeded: Assis
     assert follow.follow_up and follow.sources[0].paper_id in shown
 
 
+def test_the_one_that_after_a_list_is_the_listed_paper_whose_sentences_answer_it(
+    seeded: Assistant,
+) -> None:
+    chat = seeded.conversation()
+    first = chat.ask("which iclr 2026 papers build on dpo", mode="extractive")
+    assert len([s for s in first.sources if s.cited]) == 3  # AuxDPO, TI-DPO, ActiveDPO
+    # Paper by paper, its own words match AuxDPO best; sentence by sentence, ActiveDPO
+    # ('Collecting these datasets requires human preference annotation ...').
+    follow = chat.ask("the one that picks which preference pairs to label?", mode="extractive")
+    assert follow.follow_up
+    assert [s.title for s in follow.sources if s.cited] == ["ActiveDPO"]
+
+
+def test_picks_one_reads_a_question_for_one_of_several() -> None:
+    assert followup.picks_one("the one that picks which preference pairs to label?")
+    assert followup.picks_one("which of them uses a triplet loss?")
+    assert not followup.picks_one("which papers use a triplet loss?")
+    assert not followup.picks_one("one prompt for every task")
+
+
 def test_a_new_topic_without_a_pointing_word_is_not_read_as_a_follow_up(
     seeded: Assistant,
 ) -> None:

@@ -219,6 +219,20 @@ class Answerer:
             mode="extractive",
         )
 
+    def best_answering(self, query: Query, papers: list[Paper]) -> int:
+        """Index of the paper whose best sentence answers `query` best, by the scores the
+        extractive answer quotes with: 'the one that picks which preference pairs to
+        label?' among three DPO papers -> ActiveDPO ('Collecting these datasets requires
+        human preference annotation ...'), which no paper-level search ranks first."""
+        vector = self.embedder.embed_query(query.text)
+        best = [
+            max(extractive.sentence_scores(query, vector, sentences, self._sentence_vectors))
+            if sentences
+            else float("-inf")
+            for sentences in (split_sentences(p.abstract) for p in papers)
+        ]
+        return int(np.argmax(best))
+
     def _sentence_vectors(self, sentences: list[str]) -> np.ndarray:
         """Embed sentences, reusing vectors of sentences seen before (same abstracts recur)."""
         missing = [s for s in dict.fromkeys(sentences) if s not in self._vectors]

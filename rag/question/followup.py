@@ -114,6 +114,19 @@ def _one_for_a_paper(text: str) -> bool:
     return False
 
 
+def picks_one(text: str) -> bool:
+    """Tell whether a question asks for one paper among several ('which one is critic
+    free', 'the one that picks which preference pairs to label?', 'which of them uses a
+    triplet loss?'): 'one' said of a paper, or 'which of them / these / those'."""
+    if _one_for_a_paper(text):
+        return True
+    words = [t.key for t in tokens(text)]
+    return any(
+        words[i : i + 2] == ["which", "of"] and words[i + 2] in ("them", "these", "those")
+        for i in range(len(words) - 2)
+    )
+
+
 def follows_up(features_of: dict[str, float], model: Model | None = None) -> bool:
     """Tell whether the features say the question leans on the turn before."""
     model = model or load_model()
