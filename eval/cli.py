@@ -142,7 +142,10 @@ def _labelled_rows(
         questions = _load(path)
         assistant, gold, _ = _prepare(settings, questions, path, corpora)
         with _friendly_errors():
-            rows += collect(assistant, questions, gold, index_name)
+            collected = collect(assistant, questions, gold, index_name)
+        for row in collected:  # which file a row came from: folds of cross-validation
+            row.setdefault("file", Path(path).name)
+        rows += collected
     return rows
 
 
