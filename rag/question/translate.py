@@ -16,12 +16,14 @@ BM25 matches English stems). So a question in another language is put into Engli
   '10,000'. '哪些论文研究推测解码？' -> 'which papers speculative decoding?'.
 - Offline, German, French, Spanish, Italian, Portuguese (rag/data/frames-latin.tsv holds
   their question words and the word endings cognates trade): each question word becomes an
-  English frame ('welche arbeiten' -> 'which papers'), a word the index holds stays, any
-  other becomes its closest cognate among the index's own words (rapidfuzz ratio >= 75,
-  85 for a word common in its language; an ending traded: 'kalibrierung' -> 'calibration';
-  a German compound by its parts: 'wissensdestillation' -> 'distillation'), and a common
-  word of the language without one is dropped. The index's words are the dictionary, so
-  nothing ships but the frames.
+  English frame ('welche arbeiten' -> 'which papers'), an ML term cognates miss becomes
+  its English one (rag/data/glossary-latin.tsv: 'verlernen' -> 'unlearning',
+  'brouillons' -> 'drafts'), a word the index holds stays, any other becomes its closest
+  cognate among the index's own words (rapidfuzz ratio >= 75, 85 for a word common in its
+  language; an ending traded: 'kalibrierung' -> 'calibration'; a German compound by its
+  parts: 'wissensdestillation' -> 'distillation'), and a common word of the language
+  without one is dropped. Beyond the frames and that glossary, the index's words are the
+  dictionary.
 - Offline, any other language: no dictionary ships, so the question is searched as typed
   (its Latin-script names and numbers still match) and a notice says an endpoint
   translates it.
@@ -360,6 +362,7 @@ def translate_llm(client: Chat, question: str, code: str, deadline_s: float) -> 
 # --- offline, languages in Latin script: cognates of the index's words ----------------------
 
 FRAMES_LATIN = DATA_DIR / "frames-latin.tsv"
+GLOSSARY_LATIN = DATA_DIR / "glossary-latin.tsv"
 COGNATE_RATIO = 75  # rapidfuzz ratio (0-100) a word and an index word must reach
 COMMON_RATIO = 85  # ... a word common in its own language ('portent' is no 'potential')
 COMMON_ZIPF = 3.0  # wordfreq frequency from which a word is common in its language
@@ -386,6 +389,40 @@ def _latin_table() -> tuple[dict[str, list[tuple[str, str]]], dict[str, list[tup
     return frames, endings
 
 
+@lru_cache(maxsize=1)
+def _latin_glossary() -> dict[str, tuple[re.Pattern[str], dict[str, tuple[str, ...]]]]:
+    """language -> (a pattern matching its terms, longest first; term -> its English
+    senses) from rag/data/glossary-latin.tsv: the ML words cognates miss ('verlernen' ->
+    'unlearning'), matched on lower-cased, accent-stripped text."""
+    senses: dict[str, dict[str, tuple[str, ...]]] = {}
+    for n, line in enumerate(GLOSSARY_LATIN.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        try:
+            code, term, english = line.split("\t")
+        except ValueError:
+            raise ValueError(f"{GLOSSARY_LATIN}:{n}: expected language, term, English") from None
+        found = tuple(e.strip() for e in english.split("|") if e.strip())
+        senses.setdefault(code, {})[_plain(term.strip())] = found
+    return {
+        code: (
+            re.compile(
+                r"(?<![\w'-])(?:"
+                + "|".join(re.escape(t) for t in sorted(terms, key=len, reverse=True))
+                + r")(?![\w'-])"
+            ),
+            terms,
+        )
+        for code, terms in senses.items()
+    }
+
+
+def _held_most(senses: Sequence[str], words: Mapping[str, int]) -> str:
+    """Of a term's English senses, the one whose words the index holds most (the first
+    on a tie): 'draft|drafts' -> whichever the abstracts write."""
+    return max(senses, key=lambda sense: min(words.get(w, 0) for w in sense.split()))
+
+
 def _plain(text: str) -> str:
     """Lower case, no accents: 'Échantillonnage spéculatif' -> 'echantillonnage speculatif'."""
     decomposed = unicodedata.normalize("NFKD", text.casefold())
@@ -406,6 +443,15 @@ def gloss_latin(question: str, code: str, vocabulary: Vocabulary) -> str:
     for phrase, english in frames.get(code, ()):
         text = re.sub(rf"(?<![\w'-]){re.escape(phrase)}(?![\w'-])", f" {english} ", text)
     english_words = {w for _, e in frames.get(code, ()) for w in e.split()}
+    if code in _latin_glossary():
+        terms, senses = _latin_glossary()[code]
+
+        def sense(match: re.Match[str]) -> str:
+            english = _held_most(senses[match.group(0)], words)
+            english_words.update(english.split())
+            return f" {english} "
+
+        text = terms.sub(sense, text)
     out: list[str] = []
     for token in re.findall(r"[\w][\w'\-.]*", text):
         token = token.strip(".")
