@@ -13,9 +13,10 @@ Which questions each metric reads:
 - answer_contains: questions with `answer_contains` strings;
 - abstention: every scored question (positive class: unanswerable);
 - in_scope_citations: every question with a `scope` that cites something (gold or not);
-- count_error (|count - gold size|), set_precision and set_recall (the papers counted or
-  compared against the gold set): `count` and `comparison` questions with a gold set (a
-  count's may be empty: 'none');
+- count_error (|count - gold size|), count_right (1 when that error is within the
+  question's `count_tolerance`, 0 by default: exact), set_precision and set_recall (the
+  papers counted or compared against the gold set): `count` and `comparison` questions
+  with a gold set (a count's may be empty: 'none');
 - table_support (share of a comparison table's cells that are spans of the abstract
   their row cites): `comparison` questions that made a table;
 - related_precision@5, related_recall@5 and related_r_precision (precision at k = the
@@ -58,6 +59,7 @@ SCORE_METRICS = (
     "answer_contains",
     "in_scope_citations",
     "count_error",
+    "count_right",
     "set_precision",
     "set_recall",
     "table_support",
@@ -144,6 +146,7 @@ class Outcome:
     top_similarity: float | None = None  # the best hit's dense similarity, if dense ran
     count: int | None = None  # a count answer's number
     answered_set: frozenset[str] | None = None  # the papers a count or comparison gave
+    count_tolerance: int = 0  # a count this close to the gold size is right
     table_support: float | None = None  # share of its table's cells its abstracts hold
 
     @property
@@ -310,6 +313,7 @@ def question_scores(o: Outcome) -> dict[str, float | None]:
         scores["set_recall"] = set_recall(o.answered_set, o.gold)
         if o.kind == "count":
             scores["count_error"] = count_error(o.count or 0, o.gold)
+            scores["count_right"] = float(scores["count_error"] <= o.count_tolerance)
     scores["table_support"] = o.table_support
     if o.scope is not None:
         scores["in_scope_citations"] = in_scope_citations(o.scope, o.cited_sources)

@@ -47,6 +47,7 @@ _KEYS = {
     "language",
     "paper",
     "split",
+    "count_tolerance",
 }
 SPLITS = ("dev", "test")
 _SCOPE_KEYS = ("venue", "year", "status")
@@ -74,6 +75,7 @@ class Question:
     language: str = "en"  # ISO 639-1
     paper: str | None = None  # a `related` question's paper: a snippet or "id:<paper id>"
     split: str = "dev"  # dev: tune on it freely; test: written before the change it measures
+    count_tolerance: int = 0  # a count within this many of the gold size is right
 
     @property
     def group_name(self) -> str:
@@ -154,6 +156,11 @@ def parse_question(line: str, number: int = 0) -> Question:
         raise ValueError("`answerable` must be true or false")
     if kind == "unanswerable" and answerable:
         raise ValueError("an `unanswerable` question cannot have `answerable: true`")
+    tolerance = data.get("count_tolerance", 0)
+    if isinstance(tolerance, bool) or not isinstance(tolerance, int) or tolerance < 0:
+        raise ValueError("`count_tolerance` must be a whole number >= 0")
+    if tolerance and kind != "count":
+        raise ValueError("`count_tolerance` is for `count` questions only")
     paper = _optional_text(data, "paper")
     if (kind == "related") != (paper is not None):
         raise ValueError("`paper` is required for a `related` question and only for one")
@@ -171,6 +178,7 @@ def parse_question(line: str, number: int = 0) -> Question:
         language=_language(data),
         paper=paper,
         split=_split(data),
+        count_tolerance=tolerance,
     )
 
 

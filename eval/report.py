@@ -53,6 +53,7 @@ GROUP_COLUMNS = (
     "false_abstention_rate",
     "in_scope_citations",
     "count_error",
+    "count_right",
     "set_precision",
     "set_recall",
     "table_support",

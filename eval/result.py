@@ -47,6 +47,7 @@ class Result:
             top_similarity=self.top_similarity,
             count=self.answer.get("count"),
             answered_set=self.answered_set(),
+            count_tolerance=q.count_tolerance,
             table_support=self.table_support(),
         )
 

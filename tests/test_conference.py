@@ -14,8 +14,8 @@ import pytest
 from click.testing import CliRunner
 
 from eval.matchfit import candidate_rows, fit, report
-from eval.metrics import count_error, set_precision, set_recall
-from eval.questions import abstracts_in_files, load_questions, resolve_gold
+from eval.metrics import Outcome, count_error, question_scores, set_precision, set_recall
+from eval.questions import abstracts_in_files, load_questions, parse_question, resolve_gold
 from rag.aggregate import matching, tables
 from rag.aggregate.conference import group_counts
 from rag.answering.answerable import Model
@@ -228,6 +228,27 @@ def test_set_metrics() -> None:
     assert set_precision({"a", "x"}, {"a"}) == 0.5 and set_precision(set(), {"a"}) is None
     assert set_recall({"a"}, {"a", "b"}) == 0.5 and set_recall({"a"}, set()) is None
     assert count_error(3, {"a", "b"}) == 1.0
+
+
+def test_a_count_is_right_within_the_tolerance_its_question_allows() -> None:
+    line = {"id": "c1", "question": "how many papers on X", "kind": "count", "gold": ["a"]}
+    assert parse_question(json.dumps(line)).count_tolerance == 0
+    tolerant = parse_question(json.dumps({**line, "count_tolerance": 1}))
+    assert tolerant.count_tolerance == 1
+    for bad in ({**line, "count_tolerance": -1}, {**line, "count_tolerance": "1"}):
+        with pytest.raises(ValueError, match="count_tolerance"):
+            parse_question(json.dumps(bad))
+    with pytest.raises(ValueError, match="for `count` questions only"):
+        parse_question(json.dumps({**line, "kind": "lookup", "count_tolerance": 1}))
+
+    def right(count: int, tolerance: int) -> float | None:
+        outcome = Outcome(
+            "count", True, frozenset({"a", "b"}), count=count, answered_set=frozenset({"a"}),
+            count_tolerance=tolerance,
+        )  # fmt: skip
+        return question_scores(outcome)["count_right"]
+
+    assert (right(2, 0), right(3, 0), right(3, 1), right(4, 1)) == (1.0, 0.0, 1.0, 0.0)
 
 
 def _table_answer() -> Answer:
