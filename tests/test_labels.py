@@ -66,13 +66,27 @@ def test_label_reads_like_a_title(abstract: str, label: str) -> None:
 
 def test_components_introduced_together_are_not_the_contribution() -> None:
     """'we introduce X, a Y, and a Z' lists parts of the method; the label is the finding
-    ('CLIP alone' synthesises images), never one part ('adversarially robust initialization')."""
+    ('CLIP alone' synthesises images), never one part ('adversarially robust initialization'),
+    and names what was shown possible, not the verdict ('is nevertheless possible')."""
     abstract = (
-        "CLIP aligns images and text. We show that image synthesis is possible using CLIP "
+        "CLIP aligns images and text. We show that image synthesis is nevertheless possible "
+        "using CLIP "
         "alone. To stabilize this mapping, we introduce adversarially robust initialization, "
         "a lightweight projection, and a blending loss that anchors outputs."
     )
-    assert derive_label(abstract) == "Image synthesis is possible using CLIP alone"
+    assert derive_label(abstract) == "Image synthesis using CLIP alone"
+
+
+def test_a_tail_that_counts_parts_is_not_part_of_the_label() -> None:
+    """'a framework based on two key ideas' says how many ideas, not which: the name
+    stands alone rather than with a generic phrase."""
+    abstract = (
+        "Estimating the partition function is hard. We propose NeuCLIP, a novel and elegant "
+        "optimization framework based on two key ideas: (i) a convex reformulation."
+    )
+    assert derive_label(abstract) == "NeuCLIP"
+    abstract = abstract.replace("framework based on two key ideas", "framework with three parts")
+    assert derive_label(abstract) == "NeuCLIP"
 
 
 def test_a_three_word_generic_phrase_keeps_what_it_does() -> None:

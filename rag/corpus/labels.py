@@ -23,7 +23,7 @@ from collections import Counter
 from rag.lexicon import KIND_NOUNS, METHOD_KINDS, PREPOSITIONS, STOP
 from rag.text import is_english_word, split_sentences
 
-LABELS_VERSION = 3  # bump when a rule changes: saved catalogs then derive their labels again
+LABELS_VERSION = 4  # bump when a rule changes: saved catalogs then derive their labels again
 MAX_WORDS = 12  # a label longer than this is cut before its last preposition
 _TRIGGER = re.compile(
     r"\b(?:called|named|dubbed|termed|coined(?: as)?|we (?:\w+ly )?(?:further )?"
@@ -63,6 +63,19 @@ _CUT = re.compile(
 )
 _CLAUSE_CUT = re.compile(r",|;|:|\.(?:\s|$)|\s[—–]\s|—|\s(?:to|by|while|when|so|thereby)\b", re.I)
 _EXTEND_CUT = re.compile(r",|;|:|\.(?:\s|$)|\s[—–]\s|—|\s(?:by|while|when|so|thereby)\b", re.I)
+# A tail that counts parts instead of naming them: '... framework based on two key ideas'.
+_COUNTED_TAIL = re.compile(
+    r"\s(?:based on|built on|built around|consisting of|with|via|through)\s+"
+    r"(?:two|three|four|five|several|a few|multiple|\d+)\b.*$",
+    re.I,
+)
+# A finding's verdict, not its subject: 'image synthesis is nevertheless possible using
+# CLIP alone' -> 'image synthesis using CLIP alone'.
+_VERDICT = re.compile(
+    r"\s(?:is|are)\s+(?:(?:\w+ly|nevertheless|still|also|indeed|even)\s+)*"
+    r"(?:possible|feasible|achievable)\b",
+    re.I,
+)
 _LEADING_ASIDE = re.compile(r"^\s*\([^()]{1,30}\)\s*|^(?:an?|the)\s+\([^()]{1,30}\)\s*", re.I)
 _SIMPLE_MATH = re.compile(r"\$([A-Za-z0-9_+\-()\\ ]{1,14})\$")
 _GREEK = {"epsilon": "ε", "varepsilon": "ε", "delta": "δ", "alpha": "α", "beta": "β", "gamma": "γ",
@@ -222,6 +235,7 @@ def _phrase(text: str, keep_article: bool = False, finding: bool = False) -> str
         # 'an optimization framework that leverages resurgence theory': keep the clause
         head = _EXTEND_CUT.split(body, maxsplit=1)[0]
     head = _ANAPHORA.split(head.split("$")[0], maxsplit=1)[0]  # no math in a label
+    head = _COUNTED_TAIL.sub("", _VERDICT.sub("", head) if finding else head)
     words = _shorten(head.split())
     if len(words) < 2 or "$" in head or "\\" in head or _is_generic(words):
         return None
