@@ -74,11 +74,18 @@ _TYPED_PLURAL = re.compile(r"\b(?!(?:this|thus|plus)\b)([b-df-hj-np-tv-xz]{2,}[a
 _COINED = re.compile(r"\b([A-Z]?[a-z]+)([A-Z]{3,})\b")
 # British -ise spellings: "optimisation" must meet "optimization" after stemming.
 _BRITISH = re.compile(r"\b(\w{3,})is(e|ed|es|ing|ation|ations|er|ers)\b")
+# A prefix written with or without its hyphen: "bi-level" must meet "bilevel" and
+# "overparameterized" "over-parameterized", so the hyphenated form is also written joined.
+_PREFIXED = re.compile(
+    r"\b((?:bi|tri|multi|pre|post|over|under|non|re|co|semi|sub|super|inter|intra|meta|"
+    r"hyper|anti|mid|out)-([a-z]{3,}))\b",
+    re.I,
+)
 
 
 # Inline LaTeX around a name's pieces: "F${}^2$SA-$p$" is typed "F2SA-p", "90\%" "90%".
 _LATEX_GLUE = re.compile(r"\$?\{\}\^|[${}]|\\(?=[%&#_])")
-TERMS_VERSION = 6  # bump when `normalise_terms` changes: saved BM25 state is then rebuilt
+TERMS_VERSION = 7  # bump when `normalise_terms` changes: saved BM25 state is then rebuilt
 
 
 def plain(text: str) -> str:
@@ -114,9 +121,11 @@ def singular_acronyms(text: str) -> str:
 
 
 def normalise_terms(text: str) -> str:
-    """Spell terms one way before tokenising: 'LLMs optimised' -> 'LLM optimized', and
-    a name coined on an acronym also as the acronym: 'ActiveDPO' -> 'ActiveDPO DPO'."""
+    """Spell terms one way before tokenising: 'LLMs optimised' -> 'LLM optimized', a
+    name coined on an acronym also as the acronym: 'ActiveDPO' -> 'ActiveDPO DPO', and a
+    prefix's hyphen also without it: 'bi-level' -> 'bi-level bilevel'."""
     text = singular_acronyms(plain(text))
+    text = _PREFIXED.sub(lambda m: f"{m.group(1)} {m.group(1).replace('-', '')}", text)
     return _BRITISH.sub(r"\1iz\2", _COINED.sub(r"\1\2 \2", text))
 
 

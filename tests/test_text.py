@@ -137,3 +137,14 @@ def test_an_acronym_plural_typed_in_lower_case_meets_the_written_one() -> None:
     assert stem("sdes") == stem("SDEs") == "sde"
     assert content_words("bias class loss process") == {"bias", "class", "loss", "process"}
     assert counts("Extensive experiments across six LLMs and three datasets", "llms")
+
+
+def test_a_prefix_written_with_or_without_its_hyphen_is_one_word() -> None:
+    """'bilevel' meets 'bi-level' and 'over-parameterized' meets 'overparameterized', in
+    both directions; a hyphen that joins two words ('speculative-decoding') stays."""
+    assert normalise_terms("a bi-level, non-convex task") == (
+        "a bi-level bilevel, non-convex nonconvex task"
+    )
+    assert content_words("bilevel") <= content_words("a penalty-based bi-level framework")
+    assert content_words("over-parameterized") & content_words("overparameterized KANs")
+    assert normalise_terms("speculative-decoding re-do") == "speculative-decoding re-do"
