@@ -286,6 +286,23 @@ def test_ml_terms_cognates_miss_are_read_from_the_glossary() -> None:
     assert gloss("privacidad diferencial", "es") == "differential privacy"
     assert gloss("apprendimento per rinforzo", "it") == "reinforcement learning"
     assert gloss("o que é pré-treinamento", "pt").endswith("pre-training")  # held most
+    assert gloss("generar imágenes sin decodificador", "es") == "generate images decoder"
+
+
+def test_a_term_the_glossary_lists_twice_is_an_error_naming_its_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rag.question import translate as stage
+
+    listed = tmp_path / "glossary-latin.tsv"
+    listed.write_text("# terms\nde\tverlernen\tunlearning\nde\tVerlernen\tforgetting\n")
+    monkeypatch.setattr(stage, "GLOSSARY_LATIN", listed)
+    stage._latin_glossary.cache_clear()
+    try:
+        with pytest.raises(ValueError, match=r"glossary-latin.tsv:3: de 'Verlernen' is listed"):
+            stage._latin_glossary()
+    finally:
+        stage._latin_glossary.cache_clear()
 
 
 def test_translate_uses_the_cognate_gloss_offline_when_it_has_the_index_words() -> None:

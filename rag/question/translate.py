@@ -403,7 +403,10 @@ def _latin_glossary() -> dict[str, tuple[re.Pattern[str], dict[str, tuple[str, .
         except ValueError:
             raise ValueError(f"{GLOSSARY_LATIN}:{n}: expected language, term, English") from None
         found = tuple(e.strip() for e in english.split("|") if e.strip())
-        senses.setdefault(code, {})[_plain(term.strip())] = found
+        terms = senses.setdefault(code, {})
+        if _plain(term.strip()) in terms:
+            raise ValueError(f"{GLOSSARY_LATIN}:{n}: {code} {term.strip()!r} is listed twice")
+        terms[_plain(term.strip())] = found
     return {
         code: (
             re.compile(
