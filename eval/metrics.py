@@ -312,8 +312,9 @@ def question_scores(o: Outcome) -> dict[str, float | None]:
         scores["set_precision"] = set_precision(o.answered_set, o.gold)
         scores["set_recall"] = set_recall(o.answered_set, o.gold)
         if o.kind == "count":
-            scores["count_error"] = count_error(o.count or 0, o.gold)
-            scores["count_right"] = float(scores["count_error"] <= o.count_tolerance)
+            error = count_error(o.count or 0, o.gold)
+            scores["count_error"] = error
+            scores["count_right"] = float(error <= o.count_tolerance)
     scores["table_support"] = o.table_support
     if o.scope is not None:
         scores["in_scope_citations"] = in_scope_citations(o.scope, o.cited_sources)
