@@ -289,6 +289,28 @@ def test_ml_terms_cognates_miss_are_read_from_the_glossary() -> None:
     assert gloss("generar imágenes sin decodificador", "es") == "generate images decoder"
 
 
+def test_italian_and_portuguese_are_glossed_offline_like_the_other_latin_languages() -> None:
+    """Italian and Portuguese have question frames, endings and glossary terms too (they
+    were searched as typed), and an elided article is no part of its word
+    ("dell'ottimizzatore", "l'ordonnancement")."""
+    held = {**INDEX_WORDS, "model": 9, "merging": 5, "noise": 5, "optimizer": 6}
+    held |= {"hyperparameters": 5, "transfer": 6, "widths": 2, "depths": 2, "scheduling": 3}
+
+    def gloss(question: str, code: str) -> str:
+        return gloss_latin(question, code, lambda: held)
+
+    assert gloss("fusione di modelli: quanto conta il rumore dell'ottimizzatore", "it") == (
+        "model merging how much noise optimizer"
+    )
+    assert gloss("como transferir hiperparâmetros entre larguras e profundidades", "pt") == (
+        "transfer hyperparameters widths depths"
+    )
+    assert gloss("quali articoli usano il CLIP", "it") == "which papers CLIP"
+    assert gloss("o que é o GTO", "pt") == "what is GTO"
+    assert gloss("l'ordonnancement", "fr") == "scheduling"
+    assert gloss("qu'est-ce que GTO ?", "fr") == "what is GTO"  # a frame that elides
+
+
 def test_a_term_the_glossary_lists_twice_is_an_error_naming_its_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

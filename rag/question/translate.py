@@ -420,6 +420,16 @@ def _latin_glossary() -> dict[str, tuple[re.Pattern[str], dict[str, tuple[str, .
     }
 
 
+def _latin_languages() -> frozenset[str]:
+    """The languages `gloss_latin` reads: those with frames, endings or glossary terms."""
+    frames, endings = _latin_table()
+    return frozenset(frames) | frozenset(endings) | frozenset(_latin_glossary())
+
+
+# An elided article or preposition before a word: "l'ordonnancement", "dell'ottimizzatore".
+_ELIDED = re.compile(r"(?<![\w'-])(?:l|d|j|m|n|s|t|c|qu|un|all|dall|dell|nell|sull|coll)'(?=\w)")
+
+
 def _held_most(senses: Sequence[str], words: Mapping[str, int]) -> str:
     """Of a term's English senses, the one whose words the index holds most (the first
     on a tie): 'draft|drafts' -> whichever the abstracts write."""
@@ -446,6 +456,7 @@ def gloss_latin(question: str, code: str, vocabulary: Vocabulary) -> str:
     for phrase, english in frames.get(code, ()):
         text = re.sub(rf"(?<![\w'-]){re.escape(phrase)}(?![\w'-])", f" {english} ", text)
     english_words = {w for _, e in frames.get(code, ()) for w in e.split()}
+    text = _ELIDED.sub("", text)  # after the frames, some of which elide ("qu'est-ce que")
     if code in _latin_glossary():
         terms, senses = _latin_glossary()[code]
 
@@ -552,7 +563,7 @@ def translate(
             notices.append(Notice("translate_failed", f"could not translate the question ({exc})"))
     if code == "zh":
         return Translation(gloss_zh(question, held), "dictionary", tuple(notices))
-    if vocabulary is not None and code in _latin_table()[0]:
+    if vocabulary is not None and code in _latin_languages():
         return Translation(gloss_latin(question, code, vocabulary), "cognates", tuple(notices))
     notices.append(
         Notice(
