@@ -69,6 +69,10 @@ _ACRONYM_PLURAL = re.compile(r"\b([A-Z]{2,})s\b")  # "LLMs" -> "LLM"
 # (English words of that shape but these stop words are rare and cut the same way on
 # every side.)
 _TYPED_PLURAL = re.compile(r"\b(?!(?:this|thus|plus)\b)([b-df-hj-np-tv-xz]{2,}[aeiouy]?)s\b")
+# An acronym ending in a capital S is also written without it: a question typing it in
+# lower case reads as a plural ("jtfs" -> "jtf", as "gpus" -> "gpu"), so "JTFS" must hold
+# "JTF" too.
+_CAPITAL_S = re.compile(r"\b([A-Z]{2,})S\b")
 # A name coined on an acronym holds it as a word too: "ActiveDPO" -> "ActiveDPO DPO",
 # "NeuCLIP" -> "NeuCLIP CLIP", "ConNAS" -> "ConNAS NAS" (BM25 and content words see DPO).
 _COINED = re.compile(r"\b([A-Z]?[a-z]+)([A-Z]{3,})\b")
@@ -85,7 +89,7 @@ _PREFIXED = re.compile(
 
 # Inline LaTeX around a name's pieces: "F${}^2$SA-$p$" is typed "F2SA-p", "90\%" "90%".
 _LATEX_GLUE = re.compile(r"\$?\{\}\^|[${}]|\\(?=[%&#_])")
-TERMS_VERSION = 7  # bump when `normalise_terms` changes: saved BM25 state is then rebuilt
+TERMS_VERSION = 8  # bump when `normalise_terms` changes: saved BM25 state is then rebuilt
 
 
 def plain(text: str) -> str:
@@ -122,9 +126,10 @@ def singular_acronyms(text: str) -> str:
 
 def normalise_terms(text: str) -> str:
     """Spell terms one way before tokenising: 'LLMs optimised' -> 'LLM optimized', a
-    name coined on an acronym also as the acronym: 'ActiveDPO' -> 'ActiveDPO DPO', and a
-    prefix's hyphen also without it: 'bi-level' -> 'bi-level bilevel'."""
-    text = singular_acronyms(plain(text))
+    name coined on an acronym also as the acronym: 'ActiveDPO' -> 'ActiveDPO DPO', an
+    acronym ending in S also without it ('JTFS' -> 'JTFS JTF', as a typed 'jtfs' reads
+    'jtf'), and a prefix's hyphen also without it: 'bi-level' -> 'bi-level bilevel'."""
+    text = singular_acronyms(_CAPITAL_S.sub(r"\1S \1", plain(text)))
     text = _PREFIXED.sub(lambda m: f"{m.group(1)} {m.group(1).replace('-', '')}", text)
     return _BRITISH.sub(r"\1iz\2", _COINED.sub(r"\1\2 \2", text))
 

@@ -148,3 +148,11 @@ def test_a_prefix_written_with_or_without_its_hyphen_is_one_word() -> None:
     assert content_words("bilevel") <= content_words("a penalty-based bi-level framework")
     assert content_words("over-parameterized") & content_words("overparameterized KANs")
     assert normalise_terms("speculative-decoding re-do") == "speculative-decoding re-do"
+
+
+def test_an_acronym_ending_in_a_capital_s_meets_it_typed_in_lower_case() -> None:
+    """A typed 'jtfs' reads as a plural ('jtf', as 'gpus' -> 'gpu'); the abstract's 'JTFS'
+    holds that form too, so the two meet."""
+    assert content_words("jtfs") <= content_words("the scattering transform (JTFS)")
+    assert content_words("gpus") <= content_words("eight GPUs")
+    assert normalise_terms("JTFS and NAS") == "JTFS JTF and NAS NA"
