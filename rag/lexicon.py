@@ -332,6 +332,8 @@ AREA_TAILS = "|area|track"
 DANGLING = ("at", "in", "from", "of", "on", "for", "accepted to")
 # 'how many [more] GPUs did ...': words before the counted noun, and where it ends.
 COUNT_MODIFIERS = _words("more extra additional different distinct separate")
+# Nouns that sort what is counted: 'how many kinds of tasks' counts tasks.
+COUNT_CLASSIFIERS = _words("kinds kind types type sorts sort classes categories varieties")
 NOT_A_COUNTED_WORD = _words(
     """do does did is are was were can could has have had will would should in on for of to
     with by at from per it they the a an"""

@@ -131,6 +131,8 @@ def test_what_a_count_question_counts() -> None:
     assert read("how many A100 GPT-2 runs?").counted == "A100"
     assert read("how many times faster is GTO?").counted == ""
     assert read("how many ICLR 2026 papers use CLIP?").counted == ""  # a count of papers
+    assert read("how many kinds of tasks did they evaluate on").counted == "tasks"
+    assert read("how many types of attacks").counted == "attacks"  # what is sorted is counted
 
 
 DATING = (

@@ -39,6 +39,7 @@ from rag.lexicon import (
     COLUMN_WORDS,
     COMPARE_LEADS,
     COMPARE_SEPARATORS,
+    COUNT_CLASSIFIERS,
     COUNT_MODIFIERS,
     COUNTING_WORDS,
     DANGLING,
@@ -269,12 +270,15 @@ def _plain_word(piece: str) -> bool:
 
 def _counted_words(text: str) -> list[str]:
     """'how many more A100 GPUs did ...' -> ['A100', 'GPUs']: up to two words after 'how
-    many' (and a 'more' / 'different' ...), before a verb, a preposition or a mark."""
+    many' (and a 'more' / 'different' ..., or 'kinds of' / 'types of' ...), before a verb,
+    a preposition or a mark."""
     for match in _HOW_MANY.finditer(text):
         rest = text[match.end :]
         if not rest[:1].isspace():
             continue
         pieces = rest.split()
+        if len(pieces) > 2 and pieces[0].casefold() in COUNT_CLASSIFIERS and pieces[1] == "of":
+            pieces = pieces[2:]  # 'how many kinds of tasks' counts tasks
         if len(pieces) > 1 and pieces[0].casefold() in COUNT_MODIFIERS:
             kept = _leading_words(pieces[1:]) or _leading_words(pieces)
         else:
