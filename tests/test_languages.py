@@ -246,13 +246,16 @@ INDEX_WORDS = {
 }
 
 
+def _glosser(held: dict[str, int]) -> Callable[[str, str], str]:
+    """gloss_latin over an index holding `held` (word -> how often)."""
+    return lambda question, code: gloss_latin(question, code, lambda: held)
+
+
 def test_a_latin_script_question_is_glossed_by_cognates_of_the_index_words() -> None:
     """Offline, German, French and Spanish: question words become English frames, other
     words the index's word they are cognates of (an ending traded, a compound split), and
     a common word of the language with no cognate is dropped."""
-
-    def gloss(question: str, code: str) -> str:
-        return gloss_latin(question, code, lambda: INDEX_WORDS)
+    gloss = _glosser(INDEX_WORDS)
 
     assert gloss("welche arbeiten behandeln wissensdestillation", "de") == (
         "which papers distillation"
@@ -277,8 +280,7 @@ def test_ml_terms_cognates_miss_are_read_from_the_glossary() -> None:
     a term's senses the one the index holds most is searched."""
     held = {**INDEX_WORDS, "unlearning": 2, "drafts": 4, "draft": 1, "pre-training": 5}
 
-    def gloss(question: str, code: str) -> str:
-        return gloss_latin(question, code, lambda: held)
+    gloss = _glosser(held)
 
     assert gloss("maschinelles verlernen für llms", "de") == "machine unlearning llms"
     assert gloss("quels articles utilisent des brouillons", "fr") == "which papers drafts"
@@ -296,8 +298,7 @@ def test_italian_and_portuguese_are_glossed_offline_like_the_other_latin_languag
     held = {**INDEX_WORDS, "model": 9, "merging": 5, "noise": 5, "optimizer": 6}
     held |= {"hyperparameters": 5, "transfer": 6, "widths": 2, "depths": 2, "scheduling": 3}
 
-    def gloss(question: str, code: str) -> str:
-        return gloss_latin(question, code, lambda: held)
+    gloss = _glosser(held)
 
     assert gloss("fusione di modelli: quanto conta il rumore dell'ottimizzatore", "it") == (
         "model merging how much noise optimizer"

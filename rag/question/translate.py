@@ -38,10 +38,11 @@ import gzip
 import re
 import threading
 import unicodedata
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from rapidfuzz import fuzz, process
@@ -369,19 +370,26 @@ COMMON_ZIPF = 3.0  # wordfreq frequency from which a word is common in its langu
 Vocabulary = Callable[[], Mapping[str, int]]  # the index's words as written -> papers
 
 
+def _rows(path: Path, what: str) -> Iterator[tuple[int, str, str, str]]:
+    """(line number, language, `what`, English) per line of a tab-separated language file;
+    ValueError naming the file and line of a line of another shape."""
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        try:
+            code, key, english = line.split("\t")
+        except ValueError:
+            raise ValueError(f"{path}:{n}: expected language, {what}, English") from None
+        yield n, code, key, english
+
+
 @lru_cache(maxsize=1)
 def _latin_table() -> tuple[dict[str, list[tuple[str, str]]], dict[str, list[tuple[str, str]]]]:
     """(language -> [(phrase, English frame)], longest first; language -> [(ending, English
     ending)]) from rag/data/frames-latin.tsv."""
     frames: dict[str, list[tuple[str, str]]] = {}
     endings: dict[str, list[tuple[str, str]]] = {}
-    for n, line in enumerate(FRAMES_LATIN.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip() or line.startswith("#"):
-            continue
-        try:
-            code, phrase, english = line.split("\t")
-        except ValueError:
-            raise ValueError(f"{FRAMES_LATIN}:{n}: expected language, phrase, English") from None
+    for _, code, phrase, english in _rows(FRAMES_LATIN, "phrase"):
         table = endings if phrase.startswith("-") else frames
         table.setdefault(code, []).append((phrase.lstrip("-"), english.lstrip("-")))
     for rows in frames.values():
@@ -395,13 +403,7 @@ def _latin_glossary() -> dict[str, tuple[re.Pattern[str], dict[str, tuple[str, .
     senses) from rag/data/glossary-latin.tsv: the ML words cognates miss ('verlernen' ->
     'unlearning'), matched on lower-cased, accent-stripped text."""
     senses: dict[str, dict[str, tuple[str, ...]]] = {}
-    for n, line in enumerate(GLOSSARY_LATIN.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip() or line.startswith("#"):
-            continue
-        try:
-            code, term, english = line.split("\t")
-        except ValueError:
-            raise ValueError(f"{GLOSSARY_LATIN}:{n}: expected language, term, English") from None
+    for n, code, term, english in _rows(GLOSSARY_LATIN, "term"):
         found = tuple(e.strip() for e in english.split("|") if e.strip())
         terms = senses.setdefault(code, {})
         if _plain(term.strip()) in terms:
