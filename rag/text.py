@@ -81,8 +81,8 @@ _BRITISH = re.compile(r"\b(\w{3,})is(e|ed|es|ing|ation|ations|er|ers)\b")
 # A prefix written with or without its hyphen: "bi-level" must meet "bilevel" and
 # "overparameterized" "over-parameterized", so the hyphenated form is also written joined.
 _PREFIXED = re.compile(
-    r"\b((?:bi|tri|multi|pre|post|over|under|non|re|co|semi|sub|super|inter|intra|meta|"
-    r"hyper|anti|mid|out)-([a-z]{3,}))\b",
+    r"\b(bi|tri|multi|pre|post|over|under|non|re|co|semi|sub|super|inter|intra|meta|"
+    r"hyper|anti|mid|out)-([a-z]{3,})\b",
     re.I,
 )
 
@@ -130,7 +130,7 @@ def normalise_terms(text: str) -> str:
     acronym ending in S also without it ('JTFS' -> 'JTFS JTF', as a typed 'jtfs' reads
     'jtf'), and a prefix's hyphen also without it: 'bi-level' -> 'bi-level bilevel'."""
     text = singular_acronyms(_CAPITAL_S.sub(r"\1S \1", plain(text)))
-    text = _PREFIXED.sub(lambda m: f"{m.group(1)} {m.group(1).replace('-', '')}", text)
+    text = _PREFIXED.sub(r"\1-\2 \1\2", text)
     return _BRITISH.sub(r"\1iz\2", _COINED.sub(r"\1\2 \2", text))
 
 

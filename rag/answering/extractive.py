@@ -28,12 +28,12 @@ from rag.question.reading import NAME, Query
 from rag.text import forms_of, mentions, overlap, plain, split_sentences
 from rag.types import Hit, Source
 
-# How far below the best source's cosine another still answers: none for a question about
-# one thing (only a paper at least as close joins it: 0.06 before, which cited a second,
-# unrelated paper; at 0 citation precision rose on every dev set, natural 0.885 -> 0.902,
-# dev2 0.775 -> 0.810, among 22k iclr2026 0.468 -> 0.527, recall within one question),
+# How far below the best source's cosine another source still answers. None for a question
+# about one thing: only a paper at least as close joins the best (0.06 before cited a
+# second, unrelated paper; at 0 citation precision rose on every dev set, natural 0.885 ->
+# 0.902, dev2 0.775 -> 0.810, among 22k iclr2026 0.468 -> 0.527, recall within one question).
 MARGIN_SINGULAR = 0.0
-MARGIN_PLURAL = 0.15  # ...and some when the question asks for several papers
+MARGIN_PLURAL = 0.15  # when the question asks for several papers
 MAX_SOURCES = {False: 2, True: 5}
 
 # A reported figure: "7.4%", "2.5x", "300M", "1/4", "billions of" (not "(i)", "$n$" or

@@ -404,11 +404,10 @@ def _latin_glossary() -> dict[str, tuple[re.Pattern[str], dict[str, tuple[str, .
     'unlearning'), matched on lower-cased, accent-stripped text."""
     senses: dict[str, dict[str, tuple[str, ...]]] = {}
     for n, code, term, english in _rows(GLOSSARY_LATIN, "term"):
-        found = tuple(e.strip() for e in english.split("|") if e.strip())
-        terms = senses.setdefault(code, {})
-        if _plain(term.strip()) in terms:
+        terms, key = senses.setdefault(code, {}), _plain(term.strip())
+        if key in terms:
             raise ValueError(f"{GLOSSARY_LATIN}:{n}: {code} {term.strip()!r} is listed twice")
-        terms[_plain(term.strip())] = found
+        terms[key] = tuple(e.strip() for e in english.split("|") if e.strip())
     return {
         code: (
             re.compile(
@@ -422,6 +421,7 @@ def _latin_glossary() -> dict[str, tuple[re.Pattern[str], dict[str, tuple[str, .
     }
 
 
+@lru_cache(maxsize=1)
 def _latin_languages() -> frozenset[str]:
     """The languages `gloss_latin` reads: those with frames, endings or glossary terms."""
     frames, endings = _latin_table()
@@ -459,8 +459,9 @@ def gloss_latin(question: str, code: str, vocabulary: Vocabulary) -> str:
         text = re.sub(rf"(?<![\w'-]){re.escape(phrase)}(?![\w'-])", f" {english} ", text)
     english_words = {w for _, e in frames.get(code, ()) for w in e.split()}
     text = _ELIDED.sub("", text)  # after the frames, some of which elide ("qu'est-ce que")
-    if code in _latin_glossary():
-        terms, senses = _latin_glossary()[code]
+    glossary = _latin_glossary().get(code)
+    if glossary:
+        terms, senses = glossary
 
         def sense(match: re.Match[str]) -> str:
             english = _held_most(senses[match.group(0)], words)
