@@ -33,7 +33,7 @@ from rag.corpus.titles import TitleJob, TitleProgress, generate_title
 from rag.embedding.embed import Embedder, make_embedder
 from rag.ingest import Progress, ingest
 from rag.llm import Chat, ChatClient, LLMError, OnReset, OnToken
-from rag.question import followup
+from rag.question import followup, plain
 from rag.question.reading import (
     Query,
     distinctive_terms,
@@ -215,6 +215,7 @@ class Assistant:
         asked = read_q.translated or read_q.question  # the English of one in another language
         text = query or (read_q.text if named.active else asked)
         text, fixes = self.retriever.correct(text)
+        text, plainly = plain.expand(text, self.holds_word)
         terms = read_q.terms
         if query:  # a follow-up's standalone query names what the follow-up refers to
             terms = tuple(dict.fromkeys((*terms, *distinctive_terms(query))))
@@ -231,6 +232,10 @@ class Assistant:
         aliases = {t: forms for t, forms in aliases.items() if t not in ambiguous}
         topic = read_q.topic
         notices = list(read_q.notices)
+        notices.extend(
+            Notice("expanded", f"searched '{e.phrase}' also as '{', '.join(e.terms)}'")
+            for e in plainly
+        )
         for term in terms:  # an acronym no stored abstract holds: searched by its long form
             entry = self.glossary.get(term)
             if term in aliases or entry is None or self.holds_word(term):

@@ -66,7 +66,7 @@ class Notice(str):
         "abstained": "warning",  # the answer abstained, and why
         "scope": "info",  # the scope the search was limited to
         "corrected": "info",  # a typo searched as the index spells it
-        "expanded": "info",  # an acronym no abstract writes, searched by its long form
+        "expanded": "info",  # searched by a long form or field term (an acronym, a plain word)
         "no_endpoint": "info",  # llm asked for, none configured: answered extractively
         "llm_failed": "warning",  # the endpoint failed: the extractive answer instead
         "llm_rejected": "warning",  # the model's answer failed the check: the offline one

@@ -1,0 +1,104 @@
+"""Plain words -> the field's terms, searched beside them.
+
+People describe ML work in everyday words the abstracts do not use: 'a chatbot that
+makes things up' is a language model's hallucination there. rag/data/glossary-plain.tsv
+lists such phrases with the field's term for each; where a question says one, the term
+is searched beside it ('a chatbot (language model) that makes things up (hallucination)'),
+so BM25, the dense query and the answerability evidence all see the word the abstracts
+write. The question's own words stay: an abstract that says 'chatbot' still matches.
+
+A term is added only where some stored abstract holds its words and the question does not
+already: nothing is searched that the index cannot match.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from rag.config import DATA_DIR
+from rag.text import stems, words
+
+GLOSSARY = DATA_DIR / "glossary-plain.tsv"
+_TOKEN = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")  # a word of the casefolded text ("can't")
+
+Table = dict[tuple[str, ...], tuple[str, ...]]  # a phrase's stems -> its field terms
+
+
+@dataclass(frozen=True, slots=True)
+class Expansion:
+    """One plain phrase of a question and the field terms searched beside it."""
+
+    phrase: str  # as typed
+    terms: tuple[str, ...]
+
+
+def _key(phrase: str) -> tuple[str, ...]:
+    """A phrase as the stems of its words, apostrophes straightened: 'Chatbots' -> ('chatbot',)."""
+    return tuple(stems(_TOKEN.findall(phrase.casefold().replace("’", "'"))))
+
+
+@lru_cache(maxsize=4)
+def load(path: Path = GLOSSARY) -> Table:
+    """The glossary: phrase stems -> field terms. ValueError naming the file and line of a
+    line of another shape, or of a phrase listed twice (the same stems)."""
+    table: Table = {}
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        fields = line.split("\t")
+        if len(fields) not in (2, 3) or not fields[0].strip() or not fields[1].strip():
+            raise ValueError(f"{path}:{n}: expected plain phrase<TAB>field term[<TAB># note]")
+        key = _key(fields[0])
+        if not key:
+            raise ValueError(f"{path}:{n}: the phrase {fields[0]!r} has no word")
+        if key in table:
+            raise ValueError(f"{path}:{n}: {fields[0]!r} is listed twice (as the same stems)")
+        table[key] = tuple(t.strip() for t in fields[1].split("|") if t.strip())
+    return table
+
+
+def expand(
+    text: str, holds: Callable[[str], bool], table: Table | None = None
+) -> tuple[str, tuple[Expansion, ...]]:
+    """The text with each plain phrase's field terms after it, in parentheses, and what
+    was added. A term is added where `holds` (some stored abstract holds the word) is true
+    of each of its words and the text lacks one of them; the longest phrase at a place
+    wins. 'let a chatbot write code' -> 'let a chatbot (language model) write code (code
+    generation)'."""
+    table = load() if table is None else table
+    longest = max((len(k) for k in table), default=0)
+    folded = text.casefold().replace("’", "'")
+    spans = [(m.start(), m.end()) for m in _TOKEN.finditer(folded)]
+    keys = stems([folded[a:b] for a, b in spans])
+    have = set(stems(words(text)))
+    inserts: list[tuple[int, str]] = []
+    found: list[Expansion] = []
+    i = 0
+    while i < len(keys):
+        for size in range(min(longest, len(keys) - i), 0, -1):
+            terms = table.get(tuple(keys[i : i + size]))
+            if terms is None:
+                continue
+            fresh = tuple(t for t in terms if _searchable(t, holds, have))
+            if fresh:
+                end = spans[i + size - 1][1]
+                inserts.append((end, f" ({', '.join(fresh)})"))
+                found.append(Expansion(text[spans[i][0] : end], fresh))
+                have |= {s for t in fresh for s in stems(words(t))}
+            i += size - 1
+            break
+        i += 1
+    for at, added in reversed(inserts):
+        text = text[:at] + added + text[at:]
+    return text, tuple(found)
+
+
+def _searchable(term: str, holds: Callable[[str], bool], have: set[str]) -> bool:
+    """Tell whether a field term adds a word to the text that the index holds, and the
+    index holds each of its words (a hyphenated one by its parts)."""
+    parts = [w for w in words(term) if "-" not in w]
+    return bool(parts) and all(holds(w) for w in parts) and not set(stems(parts)) <= have
