@@ -130,7 +130,7 @@ def _fitted(rows: Sequence[dict[str, Any]], l2: float) -> Model:
 
 
 def _refers(rows: Sequence[dict[str, Any]]) -> np.ndarray:
-    return np.array([r["features"]["refers"] > 0 for r in rows], dtype=bool)
+    return np.array([followup.points_back(r["features"]) for r in rows], dtype=bool)
 
 
 def _decisions(model: Model, rows: Sequence[dict[str, Any]]) -> np.ndarray:

@@ -676,12 +676,10 @@ class Conversation:
 
     def leans_back(self, read_q: Query) -> bool:
         """Tell whether a question leans on the last turn (rag/question/followup.py): a
-        pointing word says so, else the fitted model weighs its words against the paper
-        that turn's answer is about."""
+        pointing word in a short question says so, else the fitted model weighs its words
+        against the paper that turn's answer is about."""
         if not self.turns or read_q.question.casefold() == self.turns[-1].question.casefold():
             return False  # (a question asked again leans on nothing)
-        if read_q.refers_back:  # see rag/question/followup.py: the model only adds
-            return True
         return followup.follows_up(self.followup_features(read_q), self.assistant.followup_model)
 
     def followup_features(self, read_q: Query) -> dict[str, float]:

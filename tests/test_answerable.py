@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -108,6 +109,20 @@ def test_details_the_record_holds_pass() -> None:
     hit = _hit("GTO gains 7.4% on GSM8K; code: https://x.org")
     assert answerable.missing_detail(read("how much does GTO gain on GSM8K?"), hit) is None
     assert answerable.missing_detail(read("where is the GTO code?"), hit) is None
+
+
+def test_a_follow_up_is_held_only_to_the_terms_its_own_words_name() -> None:
+    # 'what dataset did they use' after a question about a POMDP method: searched with the
+    # previous question's POMDP, which the chosen paper spells 'partially observable'
+    hit = _hit("Guided Policy Optimization for partially observable RL, tested on MuJoCo.")
+    standalone = replace(
+        read("GPO POMDP policy what datasets did they use"), detail="what datasets did they use"
+    )
+    assert standalone.terms and standalone.wants
+    assert answerable.missing_detail(standalone, hit) is None
+    # a term the follow-up itself names is still checked
+    own = replace(standalone, detail="what datasets did they use besides D4RL")
+    assert "D4RL" in (answerable.missing_detail(replace(own, terms=("D4RL",)), hit) or "")
 
 
 @pytest.mark.parametrize(
