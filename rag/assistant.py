@@ -46,7 +46,7 @@ from rag.question.translate import Translation, translate
 from rag.retrieval.related import Related, related
 from rag.retrieval.retrieve import Retriever, Scope, papers_in, vocabulary_of
 from rag.store.index import Store, adopt_layout, recorded_family
-from rag.text import content_words, overlap, stem
+from rag.text import content_words, mentions, overlap, stem
 from rag.types import Answer, Filters, Hit, IngestSummary, Notice, Paper, Source
 
 CONDENSE_KEEPS = 0.5  # share of a follow-up's own content words its rewrite must keep
@@ -241,7 +241,8 @@ class Assistant:
             if term in aliases or entry is None or self.holds_word(term):
                 continue
             aliases[term] = (entry.long,)
-            text = _spelled_out(text, term, f"{entry.long} ({entry.written})")
+            if not mentions(text, entry.long):  # a follow-up's query may hold it already
+                text = _spelled_out(text, term, f"{entry.long} ({entry.written})")
             topic = _spelled_out(topic, term, entry.long)
             notices.append(
                 Notice(

@@ -93,6 +93,10 @@ def test_an_acronym_no_abstract_writes_is_searched_by_its_long_form(
     answer = fake_seeded.ask("how many iclr 2026 papers use mcts")
     assert any(n.code == "expanded" for n in answer.notices)
     assert any("Monte Carlo tree search" in s.text for s in answer.sources if s.cited)
+    # a follow-up's standalone query holds the long form already: not spelled out twice
+    standalone = "how many iclr 2026 papers use monte-carlo tree search (MCTS) which of them"
+    read_f, _ = fake_seeded.plan("which of them", query=standalone)
+    assert read_f.text.count("monte-carlo tree search") == 1
     # an acronym the seeds define (DPO) is read as they do: nothing expanded
     read_dpo, _ = fake_seeded.plan("how many dpo variants")
     assert read_dpo.terms == ("DPO",) and not read_dpo.notices
