@@ -95,8 +95,11 @@ AGGREGATE_FRAME = _words(
     """how many number count counts total compare compared comparison comparing versus vs
     vs. between difference differences table about regarding concerning deal deals
     tackle tackles involve involves build builds improve improves frame variant variants
-    extension extensions alternative alternatives kind kinds type types"""
-)
+    extension extensions alternative alternatives kind kinds type types studying
+    proposing investigate investigates investigating explore explores exploring examine
+    examines examining address addresses addressing tackling dealing involving building
+    improving focus focuses focusing"""
+)  # the -ing forms: 'number of papers studying the loss landscape' (count-calibration2 k210)
 # What abstracts say of any result: never a topic's term on its own (rag/aggregate/topics.py).
 BOILERPLATE = RESEARCH | _words(
     """propose result results shown novel based demonstrate demonstrates achieve achieves
