@@ -52,10 +52,11 @@ class Result:
         )
 
     def answered_set(self) -> frozenset[str] | None:
-        """The papers a count counted (its sources) or a comparison compared (its rows)."""
+        """The papers a count counted (its first `count` sources: a count of none lists
+        the closest papers below the cut, uncounted) or a comparison compared (its rows)."""
         answer = self.answer
         if answer.get("count") is not None:
-            return frozenset(s["paper_id"] for s in answer["sources"])
+            return frozenset(s["paper_id"] for s in answer["sources"][: answer["count"]])
         if answer.get("table") is not None:
             by_n = {s["n"]: s["paper_id"] for s in answer["sources"]}
             return frozenset(by_n[r["n"]] for r in answer["table"] if r["n"] in by_n)

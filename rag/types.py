@@ -83,6 +83,7 @@ class Notice(str):
         "quotes_english": "info",  # the offline answer to it quotes English abstracts
         "count_cut": "info",  # how a count's set was decided (the fitted relevance cut)
         "count_listed": "info",  # a large set: the first papers cited, every one in sources
+        "count_nearest": "info",  # a count of none lists the closest papers, uncited
         "count_previous": "info",  # "how many of them?": the previous answer's papers counted
         "table_quoted": "info",  # the comparison table's cells are quoted, not written
         "table_fallback": "warning",  # no paper passed the cut: the closest ones compared

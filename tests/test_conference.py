@@ -182,6 +182,34 @@ def test_a_count_gives_the_number_the_papers_and_how_they_were_chosen(seeded: As
 def test_a_topic_no_seed_covers_counts_zero(seeded: Assistant) -> None:
     answer = seeded.ask("how many ICLR 2026 papers on protein folding?")
     assert answer.count == 0 and answer.sources == [] and not answer.abstained
+    assert "Closest" not in answer.answer  # no paper comes near: none is listed
+
+
+def test_the_eval_scores_a_count_by_its_counted_papers_only() -> None:
+    from eval.result import Result
+
+    question = parse_question(json.dumps({"id": "k", "question": "how many", "kind": "count"}))
+    nearest = [{"paper_id": "a", "n": 1, "cited": False}]
+    none = Result(question, {"count": 0, "sources": nearest, "abstained": False}, [], None)
+    assert none.answered_set() == frozenset()  # the closest papers below the cut
+    two = [{"paper_id": p, "n": i, "cited": i == 1} for i, p in enumerate("ab", 1)]
+    counted = Result(question, {"count": 2, "sources": two, "abstained": False}, [], None)
+    assert counted.answered_set() == {"a", "b"}  # every member, cited or listed
+
+
+def test_a_count_of_none_lists_the_closest_papers_uncited(seeded: Assistant) -> None:
+    # described in other words than the abstracts use, the topic passes no paper's cut,
+    # and the papers that come closest are there to open, neither counted nor cited
+    answer = seeded.ask(
+        "how many iclr 2026 papers cut the memory or communication cost of training"
+    )
+    assert answer.count == 0 and not answer.citations
+    assert 1 <= len(answer.sources) <= matching.NEAREST
+    assert not any(s.cited for s in answer.sources)
+    assert any("Momentum" in s.title for s in answer.sources)  # DeMo: less communication
+    closest = answer.answer.splitlines()[1]
+    assert closest.startswith("Closest, below the cut of ")
+    assert all(s.title in closest for s in answer.sources)
 
 
 def test_a_grouped_count_says_how_many_per_group(seeded: Assistant) -> None:

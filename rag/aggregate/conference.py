@@ -32,9 +32,12 @@ def count_answer(
 ) -> Answer:
     """The count, its papers and how they were chosen."""
     members = matches.members
-    hits = [Hit(c.paper, round(c.probability, 4)) for c in members]
+    # A count of none shows the closest papers below the cut, uncited: the cut may have
+    # missed a topic described in other words than the abstracts use.
+    given = members or matches.nearest
+    hits = [Hit(c.paper, round(c.probability, 4)) for c in given]
     sources = make_sources(hits)
-    shown = sources[:cite]
+    shown = sources[:cite] if members else []
     for source in shown:
         source.cited = True
         source.highlights = _best_sentence(matches.topic, source, coverage)
@@ -59,6 +62,18 @@ def count_answer(
             "labelled count questions",
         )
     ]
+    if not n and sources:
+        closest = "; ".join(f"**{s.title}** (P {s.score:.2f})" for s in sources)
+        lines.append(f"Closest, below the cut of {matches.threshold:.2f}: {closest}.")
+    if not n and sources:
+        notices.append(
+            Notice(
+                "count_nearest",
+                "no paper passed the cut; "
+                + ("the closest is" if len(sources) == 1 else f"the {len(sources)} closest are")
+                + " listed as sources, neither counted nor cited",
+            )
+        )
     if n > len(shown):
         lines.append(f"- … and {n - len(shown)} more, every one listed in the sources.")
         notices.append(

@@ -25,7 +25,7 @@ decided offline, the same with or without an endpoint).
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -50,6 +50,8 @@ FEATURES = (
     "terms",
 )
 DEFAULT_MODEL = DATA_DIR / "match.json"
+NEAREST = 3  # papers below the cut a count of none still shows, to open and judge
+NEAREST_FLOOR = 0.005  # ... each with a P(member) that shows as more than 0.00
 
 
 @lru_cache(maxsize=4)
@@ -78,6 +80,7 @@ class Matches:
     weighed: int  # papers whose evidence was measured
     in_scope: int  # papers inside the scope
     threshold: float
+    nearest: list[Candidate] = field(default_factory=list)  # the most probable below the cut
 
 
 class Matcher:
@@ -141,10 +144,11 @@ class Matcher:
         """The members of the scope for `topic`: the papers whose P(member) passes the cut."""
         found, in_scope = self.candidates(topic, filters, names)
         scored = [Candidate(c.paper, c.features, model.confidence(c.features)) for c in found]
-        members = sorted(
-            (c for c in scored if c.probability >= model.threshold), key=lambda c: -c.probability
-        )
-        return Matches(topic, members, len(found), in_scope, model.threshold)
+        ranked = sorted(scored, key=lambda c: -c.probability)
+        members = [c for c in ranked if c.probability >= model.threshold]
+        below = [c for c in ranked if NEAREST_FLOOR <= c.probability < model.threshold]
+        nearest = below[:NEAREST]
+        return Matches(topic, members, len(found), in_scope, model.threshold, nearest)
 
     def _paper_vectors(self) -> tuple[CatalogView, np.ndarray]:
         """The catalog and every paper's unit vector (the mean of its chunks'), numbered as
