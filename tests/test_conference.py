@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from eval.matchfit import candidate_rows, fit, report
 from eval.metrics import Outcome, count_error, question_scores, set_precision, set_recall
 from eval.questions import abstracts_in_files, load_questions, parse_question, resolve_gold
+from eval.result import Result
 from rag.aggregate import matching, tables
 from rag.aggregate.conference import group_counts
 from rag.answering.answerable import Model
@@ -186,8 +187,6 @@ def test_a_topic_no_seed_covers_counts_zero(seeded: Assistant) -> None:
 
 
 def test_the_eval_scores_a_count_by_its_counted_papers_only() -> None:
-    from eval.result import Result
-
     question = parse_question(json.dumps({"id": "k", "question": "how many", "kind": "count"}))
     nearest = [{"paper_id": "a", "n": 1, "cited": False}]
     none = Result(question, {"count": 0, "sources": nearest, "abstained": False}, [], None)
@@ -206,6 +205,7 @@ def test_a_count_of_none_lists_the_closest_papers_uncited(seeded: Assistant) -> 
     assert answer.count == 0 and not answer.citations
     assert 1 <= len(answer.sources) <= matching.NEAREST
     assert not any(s.cited for s in answer.sources)
+    assert any(n.code == "count_nearest" for n in answer.notices)
     assert any("Momentum" in s.title for s in answer.sources)  # DeMo: less communication
     closest = answer.answer.splitlines()[1]
     assert closest.startswith("Closest, below the cut of ")

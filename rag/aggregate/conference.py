@@ -65,7 +65,6 @@ def count_answer(
     if not n and sources:
         closest = "; ".join(f"**{s.title}** (P {s.score:.2f})" for s in sources)
         lines.append(f"Closest, below the cut of {matches.threshold:.2f}: {closest}.")
-    if not n and sources:
         notices.append(
             Notice(
                 "count_nearest",
