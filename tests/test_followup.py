@@ -114,3 +114,20 @@ def test_which_paper_asks_for_one_and_which_papers_for_several() -> None:
     assert read("which paper speeds up dynamic programming on GPUs?").asks_for_one
     assert not read("which papers speed up dynamic programming on GPUs?").asks_for_one
     assert not read("what is GTO").asks_for_one  # not a question for papers at all
+
+
+def test_a_pointing_word_decides_alone_only_in_a_short_question_naming_nothing_new() -> None:
+    three = dict.fromkeys(followup.FEATURES, 0.0) | {"refers": 1.0, "short": 0.7}
+    assert followup.points_back(three)  # 'how many tasks did they test on?'
+    assert not followup.points_back(three | {"short": 0.6})  # four content words
+    assert not followup.points_back(three | {"new_terms": 1.0})  # 'authors of NeuCLIP'
+    assert not followup.points_back(three | {"refers": 0.0})
+
+
+def test_a_longer_question_with_its_own_them_starts_a_new_topic(fake_seeded: Assistant) -> None:
+    chat = fake_seeded.conversation()
+    chat.ask("how many iclr 2026 papers are about dpo")
+    read_q = fake_seeded.read("cheap way to tune hparams on a small model and reuse them")
+    assert read_q.refers_back  # 'them' is a pointing word ...
+    assert not chat.leans_back(read_q)  # ... of its own subject here
+    assert chat.leans_back(fake_seeded.read("how does it work?"))

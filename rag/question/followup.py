@@ -22,14 +22,16 @@ focus (the previous answer's first cited paper) say, each in 0..1:
   - `new_terms`: share of the names it types (methods, benchmarks) that paper lacks;
   - `previous_overlap`: share of its content words the previous question holds.
 A short question the phrase lists say points back (at most REFERS_ALONE_WORDS content
-words) is a follow-up whatever the model says: on the held-out sets (test.jsonl,
-test2.jsonl) the model alone missed three short pronoun follow-ups whose words the paper
-in focus lacks ('what is the method called?', 'which datasets did they test on?'). A
-longer one is left to the model: it says what it asks of its own subject ('cheap way to
-tune hparams on a small model and reuse them'). Until 2026-12-04 every pointing word
-decided: on the dev sets' 612 informative pairs that rule added 1 follow-up the
-cross-validated model missed and 25 questions that stand alone (precision 0.87 -> 0.57);
-held to two content words it adds none of those 25.
+words, and no term the paper in focus lacks) is a follow-up whatever the model says: on
+the held-out sets (test.jsonl, test2.jsonl) the model alone missed three short pronoun
+follow-ups whose words the paper in focus lacks ('what is the method called?', 'which
+datasets did they test on?'). A longer one is left to the model: it says what it asks of
+its own subject ('cheap way to tune hparams on a small model and reuse them'). Until
+2026-12-04 every pointing word decided: on the dev sets' 612 informative pairs that rule
+added 1 follow-up the cross-validated model missed and 25 questions that stand alone
+(precision 0.87 -> 0.57); held to three content words and no new term it adds none of
+those 25 (held to two words alone, 'how many tasks did they test on?' was lost among the
+22k abstracts).
 Weights and threshold are fitted by `rag eval fit-followup` (eval/followupfit.py) on the
 dev sets' consecutive questions, labelled by `follow_up_of`, and read from
 rag/data/followup.json (or RAG_FOLLOWUP_FILE).
@@ -60,7 +62,7 @@ FEATURES = (
 )
 DEFAULT_MODEL = DATA_DIR / "followup.json"
 SHORT_WORDS = 10  # content words at which `short` reaches 0
-REFERS_ALONE_WORDS = 2  # up to this many content words, a pointing word decides alone
+REFERS_ALONE_WORDS = 3  # up to this many content words, a pointing word decides alone
 # Words that start what is said of 'one' ('which one uses a critic'), so no noun follows it.
 PREDICATE_STARTS = frozenset(
     "is are was were does do did has have had uses use used that which with about on in "
@@ -142,7 +144,12 @@ def follows_up(features_of: dict[str, float], model: Model | None = None) -> boo
 
 def points_back(features_of: dict[str, float]) -> bool:
     """Tell whether a pointing word decides alone: it is in a question of at most
-    REFERS_ALONE_WORDS content words ('how does it work?', not 'cheap way to tune
-    hparams on a small model and reuse them')."""
+    REFERS_ALONE_WORDS content words that names no term the paper in focus lacks ('how
+    many tasks did they test on?'; not 'cheap way to tune hparams on a small model and
+    reuse them', nor 'who are the authors of NeuCLIP' after another paper)."""
     words = round((1.0 - features_of["short"]) * SHORT_WORDS)
-    return features_of["refers"] > 0 and words <= REFERS_ALONE_WORDS
+    return (
+        features_of["refers"] > 0
+        and words <= REFERS_ALONE_WORDS
+        and features_of["new_terms"] == 0
+    )
