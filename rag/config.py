@@ -9,7 +9,7 @@ at the edge (CLI, UI, eval) and passed in; nothing deep inside reads the environ
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -27,6 +27,28 @@ def load_fitted(path: Path, what: str, parse: Callable[[Any], _Fitted]) -> _Fitt
         return parse(json.loads(Path(path).read_text(encoding="utf-8")))
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ValueError(f"cannot read the {what} {path}: {exc}") from None
+
+
+def data_rows(
+    path: Path, columns: Sequence[str], optional: int = 0
+) -> Iterator[tuple[int, list[str]]]:
+    """(line number, fields) per line of a tab-separated data file (rag/data/*.tsv), blank
+    and '#' lines skipped; a ValueError naming the file and line of a line without the
+    `columns` (the last `optional` of them may be left out): 'glossary-plain.tsv:3:
+    expected plain phrase, field term, note'."""
+    least = len(columns) - optional
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        fields = line.split("\t")
+        if not least <= len(fields) <= len(columns) or not all(f.strip() for f in fields[:least]):
+            raise ValueError(f"{path}:{n}: expected {', '.join(columns)}")
+        yield n, fields
+
+
+def alternatives(text: str) -> tuple[str, ...]:
+    """A data file's alternatives: 'draft | drafts' -> ('draft', 'drafts')."""
+    return tuple(part.strip() for part in text.split("|") if part.strip())
 
 
 BUNDLED_CORPUS = DATA_DIR / "iclr2026"

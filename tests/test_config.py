@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from rag.config import Settings, env_example
+from rag.config import Settings, alternatives, data_rows, env_example
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -36,3 +36,20 @@ def test_bad_values_are_rejected_by_name(monkeypatch: pytest.MonkeyPatch) -> Non
 
 def test_gitignore_keeps_env_out() -> None:
     assert ".env" in (ROOT / ".gitignore").read_text().splitlines()
+
+
+def test_data_rows_read_tab_separated_files_and_name_a_bad_line(tmp_path: Path) -> None:
+    path = tmp_path / "terms.tsv"
+    path.write_text("# a comment\n\nchatbot\tlanguage model\nsim\tsimulation | simulator\t# d1\n")
+    rows = list(data_rows(path, ("phrase", "term", "note"), optional=1))
+    assert rows == [
+        (3, ["chatbot", "language model"]),
+        (4, ["sim", "simulation | simulator", "# d1"]),
+    ]
+    assert alternatives(rows[1][1][1]) == ("simulation", "simulator")
+    path.write_text("chatbot\tlanguage model\nno tab here\n")
+    with pytest.raises(ValueError, match=r"terms.tsv:2: expected phrase, term"):
+        list(data_rows(path, ("phrase", "term")))
+    path.write_text("a\tb\tc\n")  # a column too many
+    with pytest.raises(ValueError, match=r"terms.tsv:1: expected phrase, term"):
+        list(data_rows(path, ("phrase", "term")))

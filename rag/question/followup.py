@@ -149,7 +149,5 @@ def points_back(features_of: dict[str, float]) -> bool:
     reuse them', nor 'who are the authors of NeuCLIP' after another paper)."""
     words = round((1.0 - features_of["short"]) * SHORT_WORDS)
     return (
-        features_of["refers"] > 0
-        and words <= REFERS_ALONE_WORDS
-        and features_of["new_terms"] == 0
+        features_of["refers"] > 0 and words <= REFERS_ALONE_WORDS and features_of["new_terms"] == 0
     )

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from rag.config import DATA_DIR
+from rag.config import DATA_DIR, alternatives, data_rows
 from rag.text import stems, words
 
 GLOSSARY = DATA_DIR / "glossary-plain.tsv"
@@ -46,18 +46,13 @@ def load(path: Path = GLOSSARY) -> Table:
     """The glossary: phrase stems -> field terms. ValueError naming the file and line of a
     line of another shape, or of a phrase listed twice (the same stems)."""
     table: Table = {}
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip() or line.startswith("#"):
-            continue
-        fields = line.split("\t")
-        if len(fields) not in (2, 3) or not fields[0].strip() or not fields[1].strip():
-            raise ValueError(f"{path}:{n}: expected plain phrase<TAB>field term[<TAB># note]")
-        key = _key(fields[0])
+    for n, (phrase, terms, *_) in data_rows(path, ("plain phrase", "field term", "note"), 1):
+        key = _key(phrase)
         if not key:
-            raise ValueError(f"{path}:{n}: the phrase {fields[0]!r} has no word")
+            raise ValueError(f"{path}:{n}: the phrase {phrase!r} has no word")
         if key in table:
-            raise ValueError(f"{path}:{n}: {fields[0]!r} is listed twice (as the same stems)")
-        table[key] = tuple(t.strip() for t in fields[1].split("|") if t.strip())
+            raise ValueError(f"{path}:{n}: {phrase!r} is listed twice (as the same stems)")
+        table[key] = alternatives(terms)
     return table
 
 

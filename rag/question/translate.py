@@ -38,17 +38,16 @@ import gzip
 import re
 import threading
 import unicodedata
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 from rapidfuzz import fuzz, process
 
 from rag import prompts
-from rag.config import DATA_DIR
+from rag.config import DATA_DIR, alternatives, data_rows
 from rag.frequency import zipf_frequency
 from rag.llm import Chat, LLMError
 from rag.question import language
@@ -258,10 +257,8 @@ def _senses(word: str) -> list[str]:
 @lru_cache(maxsize=1)
 def _glossary() -> dict[str, list[str]]:
     table: dict[str, list[str]] = {}
-    for line in GLOSSARY.read_text(encoding="utf-8").splitlines():
-        if line.strip() and not line.startswith("#"):
-            zh, _, en = line.partition("\t")
-            table[zh.strip()] = [s.strip() for s in en.split("|") if s.strip()]
+    for _, (zh, en) in data_rows(GLOSSARY, ("term", "English")):
+        table[zh.strip()] = list(alternatives(en))
     return table
 
 
@@ -370,26 +367,13 @@ COMMON_ZIPF = 3.0  # wordfreq frequency from which a word is common in its langu
 Vocabulary = Callable[[], Mapping[str, int]]  # the index's words as written -> papers
 
 
-def _rows(path: Path, what: str) -> Iterator[tuple[int, str, str, str]]:
-    """(line number, language, `what`, English) per line of a tab-separated language file;
-    ValueError naming the file and line of a line of another shape."""
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip() or line.startswith("#"):
-            continue
-        try:
-            code, key, english = line.split("\t")
-        except ValueError:
-            raise ValueError(f"{path}:{n}: expected language, {what}, English") from None
-        yield n, code, key, english
-
-
 @lru_cache(maxsize=1)
 def _latin_table() -> tuple[dict[str, list[tuple[str, str]]], dict[str, list[tuple[str, str]]]]:
     """(language -> [(phrase, English frame)], longest first; language -> [(ending, English
     ending)]) from rag/data/frames-latin.tsv."""
     frames: dict[str, list[tuple[str, str]]] = {}
     endings: dict[str, list[tuple[str, str]]] = {}
-    for _, code, phrase, english in _rows(FRAMES_LATIN, "phrase"):
+    for _, (code, phrase, english) in data_rows(FRAMES_LATIN, ("language", "phrase", "English")):
         table = endings if phrase.startswith("-") else frames
         table.setdefault(code, []).append((phrase.lstrip("-"), english.lstrip("-")))
     for rows in frames.values():
@@ -403,11 +387,11 @@ def _latin_glossary() -> dict[str, tuple[re.Pattern[str], dict[str, tuple[str, .
     senses) from rag/data/glossary-latin.tsv: the ML words cognates miss ('verlernen' ->
     'unlearning'), matched on lower-cased, accent-stripped text."""
     senses: dict[str, dict[str, tuple[str, ...]]] = {}
-    for n, code, term, english in _rows(GLOSSARY_LATIN, "term"):
+    for n, (code, term, english) in data_rows(GLOSSARY_LATIN, ("language", "term", "English")):
         terms, key = senses.setdefault(code, {}), _plain(term.strip())
         if key in terms:
             raise ValueError(f"{GLOSSARY_LATIN}:{n}: {code} {term.strip()!r} is listed twice")
-        terms[key] = tuple(e.strip() for e in english.split("|") if e.strip())
+        terms[key] = alternatives(english)
     return {
         code: (
             re.compile(
