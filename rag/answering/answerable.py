@@ -136,9 +136,7 @@ def missing_detail(query: Query, hit: Hit) -> str | None:
         return "the abstract gives no code link"
     if query.wants and not query.plural:
         text = f"{paper.label} {paper.abstract}"
-        # A follow-up's paper is already chosen: only the terms its own words name count
-        # ('what dataset did they use' after a question about a POMDP method).
-        asked = [t for t in query.terms if not query.detail or mentions(query.detail, t)]
+        asked = query.own(query.terms)
         missing = [t for t in asked if not any(mentions(text, n) for n in query.spellings(t))]
         if missing:
             return "the closest abstract does not mention " + ", ".join(missing)

@@ -265,8 +265,7 @@ def sentence_features(query: Query, sentence: str, similarity: float) -> dict[st
     """What a sentence offers a question: its cosine to the question, the share of the
     question's content words it holds, the share of the question's terms it names, the
     figures or names of the kind asked (at most 3), and whether it states a contribution."""
-    # A follow-up's paper is already chosen: only the terms its own words name count.
-    terms = [t for t in query.named if not query.detail or mentions(query.detail, t)]
+    terms = query.own(query.named)
     named = sum(1 for t in terms if any(mentions(sentence, n) for n in query.spellings(t))) / len(
         terms or "x"
     )

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
@@ -166,6 +166,12 @@ class Query:
     def named(self) -> tuple[str, ...]:
         """The terms the question names, and the acronyms of what it spells out."""
         return (*self.terms, *self.implied)
+
+    def own(self, terms: Sequence[str]) -> list[str]:
+        """Of `terms`, those the question's own words name: a follow-up's paper is already
+        chosen, so a term it carries from the previous question ('POMDP' before 'what
+        dataset did they use') asks nothing of it; every term of any other question."""
+        return [t for t in terms if not self.detail or mentions(self.detail, t)]
 
     @property
     def changes_topic(self) -> bool:
