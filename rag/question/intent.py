@@ -11,7 +11,8 @@ The intents: what a good answer is.
 
 The features are the words a question is made of, not rules: each word, the first word
 and the first two (pairs of neighbouring words everywhere scored lower in 5-fold
-cross-validation: 0.849-0.859 against 0.847-0.874 without, C 1-100), whether a paper noun
+cross-validation: 0.849-0.859 against 0.847-0.874 without, C 1-100), the word after each
+'how' ('how much' asks a figure, 'how neurons encode ...' a manner), whether a paper noun
 follows 'how many', whether a word names what a figure measures (rag/lexicon.py's
 FIGURE_NOUNS), and a number or a name as a kind. The weights are fitted by `rag eval
 fit-intent` (eval/intent.py, scikit-learn's LogisticRegression) on
@@ -50,6 +51,8 @@ def features(text: str) -> list[str]:
     if FIGURE_NOUNS.intersection(words):
         found.append("measure")  # 'speedup', 'regret', 'faster': what a figure measures
     for i, (a, b) in enumerate(itertools.pairwise(words)):
+        if a == "how":  # 'how much' asks a figure wherever it stands; 'how neurons ...' none
+            found.append(f"how+{b}")
         if (a, b) == ("how", "many") and PAPER_NOUNS & set(words[i + 2 : i + 6]):
             found.append("many+paper")  # 'how many [ICLR 2026] papers', not 'how many GPUs'
     return found
