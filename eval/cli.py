@@ -244,7 +244,9 @@ def calibrate_count_cmd(
         questions_files,
         corpora,
         [row for path in extra_rows for row in matchfit.read_rows(Path(path))],
-        matchfit.candidate_rows,
+        lambda assistant, questions, gold, index: matchfit.candidate_rows(
+            assistant, questions, gold, index, distractors=bool(corpora)
+        ),
     )
     about = {
         "files": list(questions_files),

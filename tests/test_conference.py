@@ -200,13 +200,14 @@ def test_a_count_of_none_lists_the_closest_papers_uncited(seeded: Assistant) -> 
     # described in other words than the abstracts use, the topic passes no paper's cut,
     # and the papers that come closest are there to open, neither counted nor cited
     answer = seeded.ask(
-        "how many iclr 2026 papers cut the memory or communication cost of training"
+        "how many iclr 2026 papers prove that models with far more parameters than needed "
+        "still train to the optimum"
     )
     assert answer.count == 0 and not answer.citations
     assert 1 <= len(answer.sources) <= matching.NEAREST
     assert not any(s.cited for s in answer.sources)
     assert any(n.code == "count_nearest" for n in answer.notices)
-    assert any("Momentum" in s.title for s in answer.sources)  # DeMo: less communication
+    assert any("over-parameterized" in s.title for s in answer.sources)
     closest = answer.answer.splitlines()[1]
     assert closest.startswith("Closest, below the cut of ")
     assert all(s.title in closest for s in answer.sources)

@@ -318,8 +318,13 @@ def test_upload_ingests_and_updates_the_stats(app: Callable[..., AppTest]) -> No
 def test_mode_switch_between_endpoint_and_extractive(
     app: Callable[..., AppTest], endpoint: OpenAIServer
 ) -> None:
-    # the scripted endpoint answers with a framed quote: not judged as a copy here
-    at = app(OPENAI_BASE_URL=endpoint.base_url, RAG_LLM_MIN_NEW_WORDS="0")
+    # the scripted endpoint answers with a framed quote of one sentence: not judged as a
+    # copy, nor as dropping the rest of the quoted answer, here
+    at = app(
+        OPENAI_BASE_URL=endpoint.base_url,
+        RAG_LLM_MIN_NEW_WORDS="0",
+        RAG_LLM_MIN_DRAFT_COVERAGE="0",
+    )
     assert at.radio(key="mode").value == "llm"
     assert "Endpoint reachable (test-model)" in captions(at)
     at = ask(at, ONE_PAPER)

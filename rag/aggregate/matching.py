@@ -51,7 +51,7 @@ FEATURES = (
 )
 DEFAULT_MODEL = DATA_DIR / "match.json"
 NEAREST = 3  # papers below the cut a count of none still shows, to open and judge
-NEAREST_FLOOR = 0.005  # ... each with a P(member) that shows as more than 0.00
+NEAREST_SHARE = 0.1  # ... each with a P(member) of at least this share of the cut
 
 
 @lru_cache(maxsize=4)
@@ -146,7 +146,8 @@ class Matcher:
         scored = [Candidate(c.paper, c.features, model.confidence(c.features)) for c in found]
         ranked = sorted(scored, key=lambda c: -c.probability)
         members = [c for c in ranked if c.probability >= model.threshold]
-        below = [c for c in ranked if NEAREST_FLOOR <= c.probability < model.threshold]
+        floor = NEAREST_SHARE * model.threshold  # 'protein folding' shows none (P 0.01 of 0.35)
+        below = [c for c in ranked if floor <= c.probability < model.threshold]
         nearest = below[:NEAREST]
         return Matches(topic, members, len(found), in_scope, model.threshold, nearest)
 
