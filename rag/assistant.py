@@ -40,6 +40,7 @@ from rag.question.reading import (
     keywords_of,
     named_by_best_hit,
     read,
+    topic_of,
     with_acronyms,
 )
 from rag.question.translate import Translation, translate
@@ -324,6 +325,8 @@ class Assistant:
             if hits:
                 texts = [f"{h.paper.label} {h.paper.abstract}" for h in hits]
                 read_q = named_by_best_hit(read_q, texts[0], texts[1:])
+                if read_q.intent == "papers" and not query and not read_q.asks_for_one:
+                    read_q = self._with_members(read_q, applied, hits)
             answer = self.answerer.answer(read_q, hits, mode, on_token, on_reset)
         timings["answer"] = round((time.perf_counter() - t0) * 1000, 2)
         answer.timings_ms = {
@@ -351,6 +354,15 @@ class Assistant:
         answer.intent = read_q.intent
         answer.language = read_q.language
         return answer
+
+    def _with_members(self, read_q: Query, applied: Filters, hits: list[Hit]) -> Query:
+        """'which papers study calibration?' asks for the papers a count of its topic would
+        count: of the retrieved papers, those that pass the count's cut answer it."""
+        topic = topic_of(read_q.text)
+        names = self._topic_names(replace(read_q, topic=topic))
+        within = {h.paper.paper_id for h in hits}
+        matches = self.matcher.match(topic, self.match_model, applied, names, within)
+        return replace(read_q, members=frozenset(c.paper.paper_id for c in matches.members))
 
     @property
     def glossary(self) -> acronyms.Glossary:

@@ -351,3 +351,15 @@ def test_a_method_against_its_baseline_is_a_question_about_that_paper(
     table = fake_seeded.ask("compare GTO and the n-draft speculative sampling paper")
     assert table.intent == "comparison" and table.table is not None
     assert len({s.paper_id for s in table.sources if s.cited}) == 2
+
+
+def test_which_papers_cites_the_papers_a_count_would_count(seeded: Assistant) -> None:
+    # 'which papers use X' and 'how many papers use X' are one set: of the retrieved
+    # papers, the list cites those the count's cut takes, not every near neighbour
+    listed = seeded.ask("which iclr 2026 papers use bayesian optimization?")
+    counted = seeded.ask("how many iclr 2026 papers use bayesian optimization?")
+    cited = {s.paper_id for s in listed.sources if s.cited}
+    members = {s.paper_id for s in counted.sources[: counted.count]}
+    assert listed.intent == "papers" and cited and cited <= members
+    retrieved = {s.paper_id for s in listed.sources}
+    assert retrieved - members  # other papers were retrieved, and left uncited

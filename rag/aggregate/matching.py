@@ -25,6 +25,7 @@ decided offline, the same with or without an endpoint).
 from __future__ import annotations
 
 import threading
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -94,10 +95,15 @@ class Matcher:
         self._vectors: tuple[int, np.ndarray] | None = None
 
     def candidates(
-        self, topic: str, filters: Filters | None = None, names: tuple[str, ...] = ()
+        self,
+        topic: str,
+        filters: Filters | None = None,
+        names: tuple[str, ...] = (),
+        within: Collection[str] | None = None,
     ) -> tuple[list[Candidate], int]:
         """The evidence of the scope's papers most likely to be about `topic` (at most
-        `depth`), and how many papers the scope holds."""
+        `depth`; with `within`, only those of these ids), and how many papers the scope
+        holds. The scope's best cosine and BM25 score are the whole scope's either way."""
         catalog, vectors = self._paper_vectors()
         ids = catalog.paper_ids
         scope = Scope.of(filters or Filters(), self.retriever.vocabulary())
@@ -110,6 +116,8 @@ class Matcher:
         best_dense = float(dense[inside].max())
         best_bm25 = float(lexical[inside].max())
         order = _pool(dense, lexical, inside, self.depth)
+        if within is not None:
+            order = [i for i in order if ids[i] in within]
         terms = self.retriever.terms
         found = []
         for i in order:
@@ -140,9 +148,11 @@ class Matcher:
         model: Model,
         filters: Filters | None = None,
         names: tuple[str, ...] = (),
+        within: Collection[str] | None = None,
     ) -> Matches:
-        """The members of the scope for `topic`: the papers whose P(member) passes the cut."""
-        found, in_scope = self.candidates(topic, filters, names)
+        """The members of the scope for `topic`: the papers whose P(member) passes the cut
+        (with `within`, of those papers only)."""
+        found, in_scope = self.candidates(topic, filters, names, within)
         scored = [Candidate(c.paper, c.features, model.confidence(c.features)) for c in found]
         ranked = sorted(scored, key=lambda c: -c.probability)
         members = [c for c in ranked if c.probability >= model.threshold]

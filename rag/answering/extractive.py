@@ -167,6 +167,9 @@ def candidates(hits: list[Hit], query: Query) -> list[int]:
     named = [i for i, h in enumerate(hits) if query.named and _names(h, query)]
     if named:  # a question that names a method is answered from the papers naming it
         return named[: MAX_SOURCES[query.plural and query.intent != "definition"]]
+    if query.members:  # 'which papers study X': the retrieved papers the count would count
+        about = [i for i, h in enumerate(hits) if h.paper.paper_id in query.members]
+        return about[: MAX_SOURCES[True]]
     best = hits[0].dense_similarity or 0.0
     margin = MARGIN_PLURAL if query.plural else MARGIN_SINGULAR
     keep = [i for i, h in enumerate(hits) if i == 0 or (h.dense_similarity or 0.0) >= best - margin]

@@ -141,6 +141,9 @@ class Query:
     compared: tuple[str, ...] = ()  # 'compare X and Y' -> ('X', 'Y'); () for a set
     columns: tuple[str, ...] = ()  # a comparison's columns: ('problem', 'method', ...)
     detail: str = ""  # a follow-up's own words when `text` is its standalone query
+    # 'which papers study calibration?': the retrieved papers the count's cut finds about
+    # its topic (rag/aggregate/matching.py); None where not weighed
+    members: frozenset[str] | None = None
 
     @property
     def english(self) -> str:
