@@ -51,6 +51,7 @@ from rag.text import content_words, mentions, overlap, stem
 from rag.types import Answer, Filters, Hit, IngestSummary, Notice, Paper, Source
 
 CONDENSE_KEEPS = 0.5  # share of a follow-up's own content words its rewrite must keep
+OWN_WORDS_HELD = 0.2  # share of a question's own words a retried follow-up's papers must hold
 
 
 class Assistant:
@@ -325,7 +326,7 @@ class Assistant:
             if hits:
                 texts = [f"{h.paper.label} {h.paper.abstract}" for h in hits]
                 read_q = named_by_best_hit(read_q, texts[0], texts[1:])
-                if read_q.intent == "papers" and not query and not read_q.asks_for_one:
+                if self._lists_members(read_q, query):
                     read_q = self._with_members(read_q, applied, hits)
             answer = self.answerer.answer(read_q, hits, mode, on_token, on_reset)
         timings["answer"] = round((time.perf_counter() - t0) * 1000, 2)
@@ -354,6 +355,14 @@ class Assistant:
         answer.intent = read_q.intent
         answer.language = read_q.language
         return answer
+
+    def _lists_members(self, read_q: Query, query: str | None) -> bool:
+        """Tell whether a question lists the papers of a topic ('which papers study X?',
+        asked afresh) and the count's cut can weigh them here: not where the Chroma
+        server searches, whose instances hold no vector (docs/deployment.md)."""
+        if read_q.intent != "papers" or query or read_q.asks_for_one:
+            return False
+        return not self.retriever.served()
 
     def _with_members(self, read_q: Query, applied: Filters, hits: list[Hit]) -> Query:
         """'which papers study calibration?' asks for the papers a count of its topic would
@@ -610,6 +619,24 @@ class Conversation:
                     )
                 )
                 answer = retried
+        elif not follow_up and answer.abstained and read_q.wants and self._last_answered():
+            # 'how much faster than the cpu version', 'how big were the datasets': a figure
+            # or a name asked without a pointing word, found nowhere alone; the last turn's
+            # paper may hold it ('medical imaging segmentation' asks for neither: a new topic)
+            retried = self.assistant.ask(
+                question,
+                query=self._offline_standalone(read_q),
+                **self._follow_up_options(read_q, alone, condensed=False),
+            )
+            if not retried.abstained and self._own_words_held(read_q, retried):
+                notices.append(
+                    Notice(
+                        "read_as_follow_up",
+                        "the question alone found no answer; read as a follow-up of the "
+                        f"previous one ({self.turns[-1].question!r})",
+                    )
+                )
+                answer, follow_up = retried, True
         answer.notices = notices + answer.notices
         answer.follow_up = follow_up
         self.turns.append(Turn(question, answer))
@@ -637,6 +664,19 @@ class Conversation:
             options["prefer"] = self._best_listed(read_q, options["prefer"])
             options["focus_only"] = True
         return options
+
+    def _last_answered(self) -> bool:
+        """Tell whether the last turn answered (a refusal leaves nothing to follow up)."""
+        return bool(self.turns) and not self.turns[-1].answer.abstained
+
+    def _own_words_held(self, read_q: Query, answer: Answer) -> bool:
+        """Tell whether the papers an answer cites hold at least `OWN_WORDS_HELD` of the
+        question's own words (IDF-weighted, those some abstract writes): 'how much faster
+        than the cpu version' (0.29: 'CPU') after the GPU dynamic-programming paper, not
+        'how many qubits does it need' after it (0: nothing of it is there)."""
+        cited = " ".join(s.text for s in answer.sources if s.cited)
+        held = self.assistant.retriever.terms.coverage(read_q.text, cited, known=True)
+        return held >= OWN_WORDS_HELD
 
     def _best_listed(self, read_q: Query, listed: Sequence[str]) -> tuple[str, ...]:
         """The one of the `listed` papers whose sentences answer the follow-up's own words

@@ -77,6 +77,7 @@ class Notice(str):
         "no_citation": "warning",  # the model cited nothing
         "condense_failed": "warning",  # a follow-up could not be rewritten by the LLM
         "condense_rejected": "info",  # the LLM's rewrite found nothing: the offline one did
+        "read_as_follow_up": "info",  # found nothing alone: answered with the last turn's
         "translated": "info",  # a question in another language, searched in English
         "translate_failed": "warning",  # the LLM could not translate it: glossed offline
         "untranslated": "warning",  # offline, no dictionary for its language

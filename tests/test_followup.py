@@ -91,6 +91,20 @@ def test_a_new_topic_without_a_pointing_word_is_not_read_as_a_follow_up(
     assert not again.follow_up  # asked again, it leans on nothing
 
 
+def test_a_detail_found_nowhere_alone_is_asked_of_the_paper_before(seeded: Assistant) -> None:
+    chat = seeded.conversation()
+    chat.ask("which paper speeds up dynamic programming with gpu kernels", mode="extractive")
+    faster = chat.ask("how much faster than the cpu version", mode="extractive")
+    assert faster.follow_up and not faster.abstained
+    assert "orders of magnitude" in faster.answer  # '... speedups over multithreaded CPU'
+    assert faster.notices[0].code == "read_as_follow_up"
+    # a figure none of whose words the paper holds, and a new topic, stay refused
+    qubits = chat.ask("how many qubits does it need", mode="extractive")
+    assert qubits.abstained
+    topic = chat.ask("medical imaging segmentation", mode="extractive")
+    assert topic.abstained and not topic.follow_up
+
+
 def _row(qid: str, follow_up: bool, refers: float, same: bool = False) -> dict[str, object]:
     features = dict.fromkeys(followup.FEATURES, 0.0) | {"refers": refers}
     return {"id": qid, "follow_up": follow_up, "features": features, "same_paper": same}

@@ -829,6 +829,10 @@ class Retriever:
         past = len(state.catalog.ids) >= max(1, s.ann_min_rows)
         return bool(s.chroma_url) and s.server_dense == "server" and past
 
+    def served(self) -> bool:
+        """Tell whether the Chroma server answers the dense search (no vector is local)."""
+        return self._served(self._state())
+
     def prefetch(self) -> threading.Thread | None:
         """Have the kernel read this index's mapped snapshot files into the page cache on a
         thread of its own (rag/store/snapshot.py `prefetch`; off with RAG_PREFETCH=false)."""
