@@ -75,6 +75,19 @@ def test_the_authors_bold_shows_as_bold_and_nothing_else_is_markup() -> None:
     assert render.prose_html("a ** b ** c") == render.escape_html("a ** b ** c")
 
 
+def test_an_abstracts_inline_math_shows_as_unicode_with_its_latex_in_the_tooltip() -> None:
+    text = r"converges at $O(1/\varepsilon^2)$ for top-$k$, at $50 and $60 a run, <i>"
+    html_out = render.quote_html([text])
+    assert '<span class="rag-math" title="&#36;O(1/&#92;varepsilon^2)&#36;">O(1/ε^2)</span>' in (
+        html_out
+    )
+    assert 'top-<span class="rag-math" title="&#36;k&#36;">k</span>' in html_out
+    assert "at &#36;50 and &#36;60 a run" in html_out  # no LaTeX in it: as written
+    assert "&lt;i&gt;" in html_out and "\\" not in html_out and "$" not in html_out
+    marked = render.highlight_html(text + " Next.", [text])  # found in the raw text
+    assert marked.startswith("<mark>converges at <span") and "Next." in marked
+
+
 def test_a_label_says_how_it_was_made() -> None:
     titled = _source(title="Fast Drafts", title_is_derived=False)
     generated = _source(title="GTO: Group Tree Optimization", title_generated=True)

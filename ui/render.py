@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlparse
 
+from pylatexenc.latex2text import LatexNodes2Text
+
 from rag.answering.citations import CITATION, parse_group
 from rag.question import language
 from rag.retrieval.related import RelatedPaper
@@ -42,16 +44,45 @@ def escape_html(text: str) -> str:
 
 
 _STRONG = re.compile(r"\*\*(?=\S)([^*\n]+?)(?<=\S)\*\*")
+# An inline math span of an abstract: '$O(1/\varepsilon^2)$', '$k$' (not '$50 and $60').
+_INLINE_MATH = re.compile(r"\$([^$\n]{1,200})\$")
+_LATEX_SIGNS = re.compile(r"[\\^_{}]")
+_LATEX = LatexNodes2Text(math_mode="text", strict_latex_spaces=True)
 
 
 def prose_html(text: str) -> str:
     """Abstract text as escaped HTML, keeping the authors' own **bold** as <b> (OpenReview
-    abstracts are Markdown): 'we propose **BoRA**' -> 'we propose <b>BoRA</b>'."""
+    abstracts are Markdown): 'we propose **BoRA**' -> 'we propose <b>BoRA</b>'; inline
+    math as Unicode text (`math_html`)."""
     parts: list[str] = []
     cursor = 0
     for match in _STRONG.finditer(text):
+        parts.append(math_html(text[cursor : match.start()]))
+        parts.append(f"<b>{math_html(match.group(1))}</b>")
+        cursor = match.end()
+    parts.append(math_html(text[cursor:]))
+    return "".join(parts)
+
+
+def math_html(text: str) -> str:
+    """Escaped HTML with each inline LaTeX span shown as Unicode text, its source in the
+    tooltip: '$O(1/\\varepsilon^2)$' -> 'O(1/ε^2)' (a span with no LaTeX sign and more
+    than three characters, '$50 and $', stays as written)."""
+    parts: list[str] = []
+    cursor = 0
+    for match in _INLINE_MATH.finditer(text):
+        body = match.group(1)
+        if not (_LATEX_SIGNS.search(body) or len(body.strip()) <= 3):
+            continue
+        try:
+            shown = " ".join(_LATEX.latex_to_text(body).split())
+        except Exception:  # pylatexenc is lenient; a span it cannot read stays as written
+            continue
         parts.append(escape_html(text[cursor : match.start()]))
-        parts.append(f"<b>{escape_html(match.group(1))}</b>")
+        parts.append(
+            f'<span class="rag-math" title="{escape_html(match.group(0))}">'
+            f"{escape_html(shown)}</span>"
+        )
         cursor = match.end()
     parts.append(escape_html(text[cursor:]))
     return "".join(parts)
