@@ -358,11 +358,13 @@ class Assistant:
 
     def _lists_members(self, read_q: Query, query: str | None) -> bool:
         """Tell whether a question lists the papers of a topic ('which papers study X?',
-        asked afresh) and the count's cut can weigh them here: not where the Chroma
-        server searches, whose instances hold no vector (docs/deployment.md)."""
+        asked afresh) and the count's cut can weigh them here: where the search is exact.
+        Past RAG_ANN_MIN_ROWS chunks the paper vectors the cut reads would be a second copy
+        of a large index (1M papers: 1.5 GB), and where the Chroma server searches an
+        instance holds no vector at all (docs/deployment.md)."""
         if read_q.intent != "papers" or query or read_q.asks_for_one:
             return False
-        return not self.retriever.served()
+        return self.retriever.exact()
 
     def _with_members(self, read_q: Query, applied: Filters, hits: list[Hit]) -> Query:
         """'which papers study calibration?' asks for the papers a count of its topic would

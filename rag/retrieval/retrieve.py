@@ -829,9 +829,14 @@ class Retriever:
         past = len(state.catalog.ids) >= max(1, s.ann_min_rows)
         return bool(s.chroma_url) and s.server_dense == "server" and past
 
-    def served(self) -> bool:
-        """Tell whether the Chroma server answers the dense search (no vector is local)."""
-        return self._served(self._state())
+    def exact(self) -> bool:
+        """Tell whether the dense search reads every stored vector in this process (below
+        RAG_ANN_MIN_ROWS chunks, not the Chroma server's): per-paper work over the whole
+        index is then cheap."""
+        state = self._state()
+        return not self._served(state) and len(state.catalog.ids) < max(
+            1, self.settings.ann_min_rows
+        )
 
     def prefetch(self) -> threading.Thread | None:
         """Have the kernel read this index's mapped snapshot files into the page cache on a
