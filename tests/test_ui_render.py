@@ -73,6 +73,9 @@ def test_the_authors_bold_shows_as_bold_and_nothing_else_is_markup() -> None:
     marked = render.highlight_html(text + " Next.", [text])
     assert "<mark>In this paper, we propose <b>Block LoRA (BoRA)</b>" in marked
     assert render.prose_html("a ** b ** c") == render.escape_html("a ** b ** c")
+    assert render.prose_html("at a speed *linear* in it") == "at a speed <i>linear</i> in it"
+    for literal in ("a * b * c", "2*3*4", "$a*b$ or $c*d$"):
+        assert "<i>" not in render.prose_html(literal)
 
 
 def test_an_abstracts_inline_math_shows_as_unicode_with_its_latex_in_the_tooltip() -> None:
@@ -83,6 +86,7 @@ def test_an_abstracts_inline_math_shows_as_unicode_with_its_latex_in_the_tooltip
     )
     assert 'top-<span class="rag-math" title="&#36;k&#36;">k</span>' in html_out
     assert "at &#36;50 and &#36;60 a run" in html_out  # no LaTeX in it: as written
+    assert "%s" not in render.prose_html(r"a $\frac{1}$ b")  # a macro it cannot fill
     assert "&lt;i&gt;" in html_out and "\\" not in html_out and "$" not in html_out
     marked = render.highlight_html(text + " Next.", [text])  # found in the raw text
     assert marked.startswith("<mark>converges at <span") and "Next." in marked

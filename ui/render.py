@@ -10,6 +10,7 @@ sentences, never phrases.
 from __future__ import annotations
 
 import html
+import logging
 import re
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
@@ -43,22 +44,30 @@ def escape_html(text: str) -> str:
     return "".join(_ENTITIES.get(c, c) for c in text.replace("\\%", "%"))
 
 
-_STRONG = re.compile(r"\*\*(?=\S)([^*\n]+?)(?<=\S)\*\*")
+# The authors' own Markdown: **bold** and *emphasis* (not 'a * b * c', not '$a*b$').
+_STRONG = re.compile(
+    r"\*\*(?=\S)([^*\n]+?)(?<=\S)\*\*|(?<![*\w$])\*(?=[^\s*])([^*\n$]+?)(?<=\S)\*(?![*\w])"
+)
 # An inline math span of an abstract: '$O(1/\varepsilon^2)$', '$k$' (not '$50 and $60').
 _INLINE_MATH = re.compile(r"\$([^$\n]{1,200})\$")
 _LATEX_SIGNS = re.compile(r"[\\^_{}]")
 _LATEX = LatexNodes2Text(math_mode="text", strict_latex_spaces=True)
+# pylatexenc logs a warning for each macro it shows as written ('\\frac{a}{b}' with the
+# wrong arity): the span is shown as well as it can be, nothing for the app's log.
+logging.getLogger("pylatexenc").setLevel(logging.ERROR)
 
 
 def prose_html(text: str) -> str:
-    """Abstract text as escaped HTML, keeping the authors' own **bold** as <b> (OpenReview
-    abstracts are Markdown): 'we propose **BoRA**' -> 'we propose <b>BoRA</b>'; inline
-    math as Unicode text (`math_html`)."""
+    """Abstract text as escaped HTML, keeping the authors' own **bold** as <b> and
+    *emphasis* as <i> (OpenReview abstracts are Markdown): 'we propose **BoRA**' -> 'we
+    propose <b>BoRA</b>'; inline math as Unicode text (`math_html`)."""
     parts: list[str] = []
     cursor = 0
     for match in _STRONG.finditer(text):
         parts.append(math_html(text[cursor : match.start()]))
-        parts.append(f"<b>{math_html(match.group(1))}</b>")
+        bold, emphasis = match.group(1), match.group(2)
+        tag = "b" if bold is not None else "i"
+        parts.append(f"<{tag}>{math_html(bold if bold is not None else emphasis)}</{tag}>")
         cursor = match.end()
     parts.append(math_html(text[cursor:]))
     return "".join(parts)
@@ -77,6 +86,8 @@ def math_html(text: str) -> str:
         try:
             shown = " ".join(_LATEX.latex_to_text(body).split())
         except Exception:  # pylatexenc is lenient; a span it cannot read stays as written
+            continue
+        if "%s" in shown or not shown:  # a macro it could not fill ('\\frac{1}'): as written
             continue
         parts.append(escape_html(text[cursor : match.start()]))
         parts.append(
