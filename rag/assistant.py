@@ -607,11 +607,7 @@ class Conversation:
         if condensed and answer.abstained and answer.sources:
             # Decided after the check: a rewrite by the model that finds no answer gives
             # way to the offline one (the previous query with the follow-up's words).
-            retried = self.assistant.ask(
-                question,
-                query=self._offline_standalone(read_q),
-                **self._follow_up_options(read_q, alone, condensed=False),
-            )
+            retried = self._ask_offline_follow_up(question, read_q, alone)
             if not retried.abstained:
                 notices.append(
                     Notice(
@@ -625,11 +621,7 @@ class Conversation:
             # 'how much faster than the cpu version', 'how big were the datasets': a figure
             # or a name asked without a pointing word, found nowhere alone; the last turn's
             # paper may hold it ('medical imaging segmentation' asks for neither: a new topic)
-            retried = self.assistant.ask(
-                question,
-                query=self._offline_standalone(read_q),
-                **self._follow_up_options(read_q, alone, condensed=False),
-            )
+            retried = self._ask_offline_follow_up(question, read_q, alone)
             if not retried.abstained and self._own_words_held(read_q, retried):
                 notices.append(
                     Notice(
@@ -643,6 +635,17 @@ class Conversation:
         answer.follow_up = follow_up
         self.turns.append(Turn(question, answer))
         return answer
+
+    def _ask_offline_follow_up(
+        self, question: str, read_q: Query, options: dict[str, Any]
+    ) -> Answer:
+        """Ask a question as a follow-up of the last turn, the offline way: searched with
+        the previous query, the paper it refers to first."""
+        return self.assistant.ask(
+            question,
+            query=self._offline_standalone(read_q),
+            **self._follow_up_options(read_q, options, condensed=False),
+        )
 
     def _follow_up_options(
         self, read_q: Query, options: dict[str, Any], condensed: bool

@@ -45,7 +45,7 @@ def escape_html(text: str) -> str:
 
 
 # The authors' own Markdown: **bold** and *emphasis* (not 'a * b * c', not '$a*b$').
-_STRONG = re.compile(
+_EMPHASIS = re.compile(
     r"\*\*(?=\S)([^*\n]+?)(?<=\S)\*\*|(?<![*\w$])\*(?=[^\s*])([^*\n$]+?)(?<=\S)\*(?![*\w])"
 )
 # An inline math span of an abstract: '$O(1/\varepsilon^2)$', '$k$' (not '$50 and $60').
@@ -63,7 +63,7 @@ def prose_html(text: str) -> str:
     propose <b>BoRA</b>'; inline math as Unicode text (`math_html`)."""
     parts: list[str] = []
     cursor = 0
-    for match in _STRONG.finditer(text):
+    for match in _EMPHASIS.finditer(text):
         parts.append(math_html(text[cursor : match.start()]))
         bold, emphasis = match.group(1), match.group(2)
         tag = "b" if bold is not None else "i"
