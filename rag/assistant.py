@@ -76,6 +76,7 @@ class Assistant:
             coverage=lambda q, t: self.retriever.terms.coverage(q, t),
             lexical=self.retriever.lexical_ceiling,
             rarest_missing=lambda q, t: self.retriever.terms.rarest_missing(q, t),
+            spread=self.retriever.cosine_spread,
         )
         self.matcher = matching.Matcher(self.retriever, self.embedder, settings.match_depth)
         self._topics: dict[tuple[Any, ...], TopicSet] = {}

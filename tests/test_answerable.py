@@ -237,3 +237,32 @@ def test_the_best_threshold_sits_halfway_below_the_best_cut() -> None:
     score = {0.9: 0.5, 0.7: 0.8, 0.2: 0.8}
     assert logistic.best_threshold([0.2, 0.9, 0.7, 0.7], score.__getitem__) == pytest.approx(0.45)
     assert logistic.best_threshold([0.3], lambda cut: 1.0) == pytest.approx(0.15)
+
+
+def test_dense_z_and_lead_place_the_paper_among_the_questions_cosines() -> None:
+    """`dense_z`: the paper's cosine in standard deviations above the question's mean
+    cosine over the stored chunks; `dense_lead`: how far it leads the other first hits."""
+    hits = [
+        Hit(Paper(f"p{n}", "An abstract.", label="X"), 1.0, cosine, 3.0)
+        for n, cosine in enumerate([0.30, 0.45, 0.20])
+    ]
+    query = read("training llms over slow internet links")
+
+    def features(at: int, spread: tuple[float, float]) -> dict[str, float]:
+        evidence = answerable.gather(
+            query,
+            hits,
+            0.5,
+            lambda q, t: 0.5,
+            lambda q: 1.0,
+            lambda q, t: 0.0,
+            at,
+            spread=spread,
+        )
+        return evidence.features
+
+    first = features(0, (0.10, 0.05))
+    assert first["dense_z"] == pytest.approx(4.0)
+    assert first["dense_lead"] == pytest.approx(-0.15)  # BM25 put it ahead of a closer one
+    assert features(1, (0.10, 0.05))["dense_lead"] == pytest.approx(0.15)
+    assert features(0, (0.0, 0.0))["dense_z"] == answerable.Z_LIMIT  # no spread: clipped

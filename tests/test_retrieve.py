@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from rag.answering.answer import make_sources
@@ -228,3 +229,36 @@ def test_versions_of_a_paper_fold_into_one_source(
     else:
         assert sorted(ids) == ["o1", "v1", "v2"]
         assert all(not h.versions for h in hits)
+
+
+def test_cosine_spread_is_the_mean_and_deviation_over_every_stored_chunk(
+    seeded: Assistant,
+) -> None:
+    """The spread comes from the vectors' mean and covariance, not a pass per question:
+    it equals the figures of one product with every stored vector."""
+    retriever = seeded.retriever
+    _, _, matrix = retriever.stored_vectors()
+    for question in ("training llms over slow internet links", "best pizza in naples"):
+        vector = seeded.embedder.embed_query(question)
+        cosines = matrix.astype(np.float64) @ vector
+        mean, deviation = retriever.cosine_spread(vector)
+        assert mean == pytest.approx(float(cosines.mean()), abs=1e-6)
+        assert deviation == pytest.approx(float(cosines.std(ddof=1)), rel=1e-4)
+
+
+def test_a_paper_matching_its_informal_question_stands_out_of_the_spread(
+    seeded: Assistant,
+) -> None:
+    """An informal question's paper (DeMo, for "cut gradient sync traffic ...") stands
+    further above the question's cosines to the other chunks than any paper does for a
+    question no seed paper covers."""
+
+    def best_z(question: str) -> float:
+        hits = seeded.search(question, top_k=5)
+        vector = seeded.embedder.embed_query(question)
+        mean, deviation = seeded.retriever.cosine_spread(vector)
+        return max(((h.dense_similarity or 0.0) - mean) / deviation for h in hits)
+
+    assert best_z("cut gradient sync traffic when training across datacenters") > best_z(
+        "teaching robots to fold laundry"
+    )

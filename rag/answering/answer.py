@@ -95,6 +95,7 @@ class Answerer:
         coverage: Coverage = overlap,
         lexical: Lexical = lambda query: 0.0,
         rarest_missing: Coverage = lambda question, text: 0.0,
+        spread: answerable.Spread = lambda vector: (0.0, 1.0),
     ) -> None:
         self.settings = settings
         self.embedder = embedder
@@ -102,6 +103,7 @@ class Answerer:
         self.coverage = coverage
         self.lexical = lexical
         self.rarest_missing = rarest_missing
+        self.spread = spread
         self.model = answerable.load_model(settings.answerability_file)
         if settings.abstain_threshold is not None:
             self.model = replace(self.model, threshold=settings.abstain_threshold)
@@ -162,6 +164,7 @@ class Answerer:
         question after several papers, in the most convincing of the first three."""
         vector = self.embedder.embed_query(query.text)
         held = answerable.unheld(query, hits, self.rarest_missing)
+        spread = self.spread(vector)
         found = []
         for at in range(min(len(hits), PLURAL_EVIDENCE if query.plural else 1)):
             paper = hits[at].paper
@@ -179,6 +182,7 @@ class Answerer:
                     at,
                     together,
                     held,
+                    spread,
                 )
             )
         return max(found, key=lambda e: self.model.confidence(e.features))

@@ -19,7 +19,13 @@ The evidence about the best paper (what `features` measures, each in about 0..1)
   - `margin`: how far the best paper's fused score is ahead of the second's;
   - `unheld`: `rarest_missing` over the first HELD_BY hits together, the question's
     hyphenated words in parts: 'papers on diffusion language models' among abstracts
-    none of which says 'diffusion' (1 for a word no stored abstract holds).
+    none of which says 'diffusion' (1 for a word no stored abstract holds);
+  - `dense_z`: how far the paper's cosine stands above the question's cosines to every
+    stored chunk, in their standard deviations: an informal question ('training llms over
+    slow internet links') matches its paper with a low cosine that still stands out, an
+    off-topic one is about as far from every paper (Retriever.cosine_spread);
+  - `dense_lead`: its cosine less the best of the other first HELD_BY hits' (below 0
+    when BM25 put it ahead of a paper the question is closer to).
 A logistic model over them gives `confidence`; below its threshold the answer abstains.
 Its weights and threshold are fitted on labelled questions by `rag eval calibrate` and
 read from `rag/data/answerability.json` (or RAG_ANSWERABILITY_FILE); nothing is hand-set.
@@ -59,12 +65,16 @@ FEATURES = (
     "bm25",
     "margin",
     "unheld",
+    "dense_z",
+    "dense_lead",
 )
 HELD_BY = 5  # hits whose union `unheld` is measured over
 DEFAULT_MODEL = DATA_DIR / "answerability.json"
 
 Coverage = Callable[[str, str], float]  # (question, text) -> 0..1
 Lexical = Callable[[str], float]  # the sum of a query's BM25 term weights (its best score)
+Spread = Callable[[np.ndarray], tuple[float, float]]  # question vector -> its cosines' mean, sd
+Z_LIMIT = 8.0  # `dense_z` is clipped to +-this (an index of one chunk has no spread)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,11 +101,16 @@ def gather(
     at: int = 0,
     sentence_coverage: float = 0.0,
     held: float | None = None,
+    spread: tuple[float, float] = (0.0, 1.0),
 ) -> Evidence:
     """Measure the evidence in hit `at` (`sentence_similarity`: its best sentence); the
     margin is how far it leads the next hit (0 for any but the first). `held`: `unheld`
-    of these hits when the caller has it (the same for every `at`)."""
+    of these hits when the caller has it (the same for every `at`). `spread`: the mean and
+    standard deviation of the question's cosine over the stored chunks."""
     best = hits[at]
+    cosine = best.dense_similarity or 0.0
+    others = [h.dense_similarity or 0.0 for i, h in enumerate(hits[:HELD_BY]) if i != at]
+    mean, deviation = spread
     text = f"{best.paper.label} {best.paper.abstract}"
     terms = query.terms
     found = sum(1 for t in terms if any(mentions(text, n) for n in query.spellings(t)))
@@ -105,7 +120,7 @@ def gather(
         second = max(second, hits[0].score)
     features = {
         "sentence": sentence_similarity,
-        "paper": best.dense_similarity or 0.0,
+        "paper": cosine,
         "coverage": coverage(query.text, text),
         "sentence_coverage": sentence_coverage,
         "rarest_missing": rarest_missing(query.text, text),
@@ -114,6 +129,8 @@ def gather(
         "bm25": min(1.0, (best.bm25_score or 0.0) / ceiling) if ceiling > 0 else 0.0,
         "margin": max(0.0, best.score - second) / (best.score or 1.0),
         "unheld": unheld(query, hits, rarest_missing) if held is None else held,
+        "dense_z": max(-Z_LIMIT, min(Z_LIMIT, (cosine - mean) / max(deviation, 1e-6))),
+        "dense_lead": cosine - max(others, default=0.0),
     }
     return Evidence(features, missing_detail(query, best))
 

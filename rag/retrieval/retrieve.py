@@ -55,6 +55,7 @@ from rag.types import Filters, Hit, Paper, split_chunk_id
 
 __all__ = ["Filters", "Retriever", "Scope"]
 
+SPREAD_SAMPLE = 20_000  # chunk vectors the cosine spread of a query is estimated from
 DEPTH_PER_K = 8  # candidates per requested paper from each retriever, before fusion
 SAMPLED_ROWS = 100_000  # from here a top-k looks only above a sampled floor (`_best_rows`)
 # A scoped search on a Chroma server names the scope's chunks up to this many (ids sent with
@@ -273,6 +274,7 @@ class _Snapshot:
     masks: dict[Filters, np.ndarray]  # chunk rows in scope, per filters seen (bounded)
     vectors: list[np.ndarray]  # [every stored vector, in catalog order] once loaded
     ann: list[AnnIndex | None]  # [the ANN index, or None below RAG_ANN_MIN_ROWS] once opened
+    spread: list[tuple[np.ndarray, np.ndarray]]  # [(mean, covariance) of the vectors] once made
 
     def mask(self, scope: Scope) -> np.ndarray:
         """The chunk rows inside the scope: computed once per filters, not per query."""
@@ -433,7 +435,7 @@ class Retriever:
                         if catalog.stamp:  # best effort: a read-only or full disk is fine
                             self._save_retrieval(catalog.stamp, *built)
                     self._snapshot = _Snapshot(
-                        catalog, *built, catalog.row_of(), vocabulary_of(catalog), {}, [], []
+                        catalog, *built, catalog.row_of(), vocabulary_of(catalog), {}, [], [], []
                     )
                 snapshot = self._snapshot
         return snapshot
@@ -820,6 +822,35 @@ class Retriever:
             ids = [state.catalog.ids[i] for i in rows]
             return np.asarray(self.store.similarities(vector, ids), dtype=np.float32)
         return _dot(self._matrix(state)[rows], vector)
+
+    def cosine_spread(self, vector: np.ndarray) -> tuple[float, float]:
+        """The mean and standard deviation of the query's cosine over every stored chunk,
+        without a pass over them: q . mean and sqrt(q' C q), the mean and covariance C of
+        the vectors estimated once per index version from at most SPREAD_SAMPLE of them
+        (what tells a paper that stands out for a question from one that is merely the
+        closest of many equally far: rag/answering/answerable.py `dense_z`)."""
+        state = self._state()
+        if not state.catalog.ids:
+            return 0.0, 1.0
+        if not state.spread:
+            with self._lock:
+                if not state.spread:
+                    state.spread.append(self._spread_of(state))
+        mean, covariance = state.spread[0]
+        q = np.asarray(vector, dtype=np.float64)
+        return float(q @ mean), math.sqrt(max(float(q @ covariance @ q), 1e-12))
+
+    def _spread_of(self, state: _Snapshot) -> tuple[np.ndarray, np.ndarray]:
+        ids = state.catalog.ids
+        rows = np.unique(np.linspace(0, len(ids) - 1, min(len(ids), SPREAD_SAMPLE)).astype(int))
+        if self._served(state):  # the server's vectors: a sample, never all of them
+            _, sample = self.store.vectors([ids[i] for i in rows])
+        else:
+            sample = self._matrix(state)[rows]
+        sample = np.asarray(sample, dtype=np.float64)
+        if len(sample) < 2:
+            return sample.mean(axis=0), np.zeros((sample.shape[1], sample.shape[1]))
+        return sample.mean(axis=0), np.cov(sample, rowvar=False)
 
     def _served(self, state: _Snapshot) -> bool:
         """Tell whether the dense search is the Chroma server's: with RAG_CHROMA_URL past
