@@ -106,6 +106,16 @@ def test_distinctive_terms_and_subject() -> None:
     assert read("explain the F2SA-p method").subject == "F2SA-p"
 
 
+def test_numbers_inside_words_and_dimensions_are_no_terms() -> None:
+    """'3d' is an adjective many abstracts use ('3D parallelism'): as a term it sent
+    'nets outputting 3d rotations' to the one paper writing '3D', away from the rotation
+    paper ranked first. A number is a term only standing alone or as a size."""
+    assert read("nets outputting 3d rotations").terms == ()
+    assert read("which 2D or 3D methods").terms == ()
+    assert read("the 300M and 7B models on EAGLE-3").terms == ("7B", "EAGLE-3", "300M")
+    assert read("was it 47. or 7.4%").terms == ("47", "7.4%")
+
+
 def test_keywords_drop_the_framing_words() -> None:
     assert keywords_of("what is BoGrape used for?") == "BoGrape"
     assert keywords_of("which papers use DCT?") == "DCT"

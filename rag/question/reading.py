@@ -101,7 +101,11 @@ _HOW_MANY = Phrases(["how many"])
 NAME = re.compile(r"\b[A-Za-z]*(?:[A-Z][A-Za-z]*[A-Z0-9]|[a-z][A-Z]|\d[A-Za-z])[\w\-.]*")
 _COUNTING_STEMS = content_words(COUNTING_WORDS)
 _QUOTED = re.compile(r"[\"“”']([^\"“”']{3,60})[\"“”']")
-_NUMBER = re.compile(r"(?<![\w.\-])\d+(?:\.\d+)?(?:%|x\b)?")  # not the 3 of 'EAGLE-3'
+# A number standing alone: not the 3 of 'EAGLE-3' nor of '3d', '7B' or '300M'.
+_NUMBER = re.compile(r"(?<![\w.\-])\d+(?:\.\d+)?(?:%|x\b|[KMB]\b)?(?!\w|\.\d)")
+# A dimension ('2d', '3D'): an adjective many papers use ('3D parallelism', '3D
+# rotations'), not a name that picks the paper holding it.
+_DIMENSION = re.compile(r"\d[dD]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -550,7 +554,7 @@ def distinctive_terms(text: str) -> tuple[str, ...]:
             core = head
         if core.endswith("s") and core[:-1].isupper() and len(core) > 2:
             core = core[:-1]
-        if core.casefold() not in FRAME:  # 'What', 'Which' typed in capitals
+        if core.casefold() not in FRAME and not _DIMENSION.fullmatch(core):  # 'What' in capitals
             found.append(core)
     found += [n for n in _NUMBER.findall(text) if not is_year(n)]
     return tuple(dict.fromkeys(t for t in found if t))
