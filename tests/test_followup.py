@@ -91,6 +91,25 @@ def test_a_new_topic_without_a_pointing_word_is_not_read_as_a_follow_up(
     assert not again.follow_up  # asked again, it leans on nothing
 
 
+def test_a_question_setting_its_own_scope_asks_of_the_collection() -> None:
+    def scope(q: str) -> float:
+        return followup.features(read(q), "", "", lambda q, t: 0.0, lambda q, t: 0.0)["own_scope"]
+
+    assert scope("how many ICLR 2026 papers study speculative decoding?") == 1.0
+    assert scope("which papers use DPO?") == 1.0
+    assert scope("which of these papers use DPO?") == 0.0  # points back
+    assert scope("how many environments in the experiments") == 0.0  # a detail of one paper
+    assert followup.load_model().weights["own_scope"] < 0
+
+
+def test_a_count_over_the_venue_after_a_comparison_stands_alone(seeded: Assistant) -> None:
+    chat = seeded.conversation()
+    chat.ask("compare GTO and the n-draft speculative sampling paper", mode="extractive")
+    count = chat.ask("how many ICLR 2026 papers study speculative decoding?", mode="extractive")
+    assert not count.follow_up and "GTO" not in (count.query or "")
+    assert count.answer.startswith("**2 papers**")
+
+
 def test_a_detail_found_nowhere_alone_is_asked_of_the_paper_before(seeded: Assistant) -> None:
     chat = seeded.conversation()
     chat.ask("which paper speeds up dynamic programming with gpu kernels", mode="extractive")

@@ -20,7 +20,11 @@ focus (the previous answer's first cited paper) say, each in 0..1:
     after a paper on model merging: only 'interpolation' is a word of the index, and
     that paper holds it);
   - `new_terms`: share of the names it types (methods, benchmarks) that paper lacks;
-  - `previous_overlap`: share of its content words the previous question holds.
+  - `previous_overlap`: share of its content words the previous question holds;
+  - `own_scope`: it sets its own scope over the collection, a venue or year ('how many
+    ICLR 2026 papers study speculative decoding?') or several papers asked for without a
+    pointing word ('which papers use DPO?'): it asks of the collection, not of the paper
+    in focus, however much of that paper's words it shares.
 A short question the phrase lists say points back (at most REFERS_ALONE_WORDS content
 words, and no term the paper in focus lacks) is a follow-up whatever the model says: on
 the held-out sets (test.jsonl, test2.jsonl) the model alone missed three short pronoun
@@ -45,6 +49,7 @@ from pathlib import Path
 
 from rag import logistic
 from rag.config import DATA_DIR
+from rag.lexicon import PLURAL_NOUNS
 from rag.logistic import Model
 from rag.question.reading import Query
 from rag.text import content_words, mentions, overlap, tokens
@@ -59,6 +64,7 @@ FEATURES = (
     "focus_coverage_all",
     "new_terms",
     "previous_overlap",
+    "own_scope",
 )
 DEFAULT_MODEL = DATA_DIR / "followup.json"
 SHORT_WORDS = 10  # content words at which `short` reaches 0
@@ -100,7 +106,18 @@ def features(
         "focus_coverage_all": coverage_all(query.text, focus) if focus and words else 0.0,
         "new_terms": 1.0 - len(held) / len(named) if named else 0.0,
         "previous_overlap": overlap(asked, previous) if previous else 0.0,
+        "own_scope": float(_own_scope(query)),
     }
+
+
+def _own_scope(query: Query) -> bool:
+    """Tell whether a question sets its own scope over the collection: a venue or year it
+    names, or papers in the plural with no pointing word ('which papers use DPO?'; not
+    'which of these papers use DPO?', nor 'how many environments in the experiments')."""
+    if query.scope_spans:
+        return True
+    said = {t.key for t in tokens(query.english)}
+    return bool(PLURAL_NOUNS & said) and not query.refers_back
 
 
 def _one_for_a_paper(text: str) -> bool:
