@@ -29,6 +29,7 @@ from rag import logistic
 from rag.aggregate import matching
 from rag.assistant import Assistant
 from rag.logistic import Model
+from rag.question.reading import alternatives_of
 
 
 def candidate_rows(
@@ -49,7 +50,10 @@ def candidate_rows(
             continue
         read_q, applied = assistant.plan(q.question)
         topic = read_q.topic or read_q.keywords
-        found, _ = assistant.matcher.candidates(topic, applied, read_q.terms)
+        alternatives = alternatives_of(read_q.text)
+        found, _ = assistant.matcher.candidates(
+            topic, applied, read_q.terms, alternatives=alternatives
+        )
         rows += [
             {
                 "id": q.id,

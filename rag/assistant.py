@@ -36,6 +36,7 @@ from rag.llm import Chat, ChatClient, LLMError, OnReset, OnToken
 from rag.question import followup, plain
 from rag.question.reading import (
     Query,
+    alternatives_of,
     distinctive_terms,
     keywords_of,
     named_by_best_hit,
@@ -373,7 +374,8 @@ class Assistant:
         topic = topic_of(read_q.text)
         names = self._topic_names(replace(read_q, topic=topic))
         within = {h.paper.paper_id for h in hits}
-        matches = self.matcher.match(topic, self.match_model, applied, names, within)
+        alternatives = alternatives_of(read_q.text)
+        matches = self.matcher.match(topic, self.match_model, applied, names, within, alternatives)
         return replace(read_q, members=frozenset(c.paper.paper_id for c in matches.members))
 
     @property
@@ -419,7 +421,10 @@ class Assistant:
         scope (`sides`: the hits of each thing compared, when already searched)."""
         if read_q.intent == "count":
             names = self._topic_names(read_q)
-            matches = self.matcher.match(read_q.topic, self.match_model, applied, names)
+            alternatives = alternatives_of(read_q.text)
+            matches = self.matcher.match(
+                read_q.topic, self.match_model, applied, names, alternatives=alternatives
+            )
             fitted_on = int(self.match_model.about.get("questions", 0))
             coverage = self.retriever.terms.coverage
             return count_answer(
@@ -430,7 +435,10 @@ class Assistant:
             hits = _one_each(sides or self._sides(read_q, applied))
         else:
             names = self._topic_names(read_q)
-            matches = self.matcher.match(read_q.topic, self.match_model, applied, names)
+            alternatives = alternatives_of(read_q.text)
+            matches = self.matcher.match(
+                read_q.topic, self.match_model, applied, names, alternatives=alternatives
+            )
             rows = matches.members[: self.settings.table_rows]
             hits = [Hit(c.paper, round(c.probability, 4)) for c in rows]
             if not hits:

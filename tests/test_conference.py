@@ -180,6 +180,20 @@ def test_a_count_gives_the_number_the_papers_and_how_they_were_chosen(seeded: As
     assert "52 papers in scope" in answer.notices[1]
 
 
+def test_a_count_of_topics_joined_by_or_counts_a_paper_about_either(seeded: Assistant) -> None:
+    question = (
+        "how many papers tackle operations research problems like queues, routing or scheduling"
+    )
+    answer = seeded.ask(question)
+    assert answer.count == 3
+    for source in answer.sources:
+        assert any(w in source.text.casefold() for w in ("queue", "routing", "scheduling"))
+    read_q, applied = seeded.plan(question)
+    names = seeded._topic_names(read_q)
+    whole = seeded.matcher.match(read_q.topic, seeded.match_model, applied, names)
+    assert len(whole.members) < 3  # the topic as one: a paper must hold all its words
+
+
 def test_a_topic_no_seed_covers_counts_zero(seeded: Assistant) -> None:
     answer = seeded.ask("how many ICLR 2026 papers on protein folding?")
     assert answer.count == 0 and answer.sources == [] and not answer.abstained

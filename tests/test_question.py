@@ -6,6 +6,7 @@ import pytest
 
 from rag.question.reading import (
     Vocabulary,
+    alternatives_of,
     keywords_of,
     read,
     refers_back,
@@ -169,3 +170,25 @@ def test_language_is_read_from_the_script() -> None:
     assert read("GTO 是什么方法？").language == "zh"
     assert read("GTO 是什么方法？").terms == ("GTO",)
     assert read("what is GTO?").language == "en"
+
+
+def test_topics_joined_by_or_are_read_as_alternatives() -> None:
+    def alternatives(q: str) -> tuple[str, ...]:
+        return alternatives_of(read(q).text)
+
+    assert alternatives("how many papers use fourier, cosine or wavelet type transforms") == (
+        "fourier transforms",
+        "cosine transforms",
+        "wavelet transforms",
+    )
+    assert alternatives("number of papers that use evolutionary or genetic search") == (
+        "evolutionary search",
+        "genetic search",
+    )
+    assert alternatives("how many papers are about recommending people or content to users") == (
+        "recommending people users",
+        "recommending content users",
+    )
+    assert alternatives("how many papers on sound or audio") == ("sound", "audio")
+    assert alternatives("how many papers on speculative decoding") == ()
+    assert alternatives("papers on a or b or c") == ()  # two 'or': not read

@@ -25,7 +25,7 @@ decided offline, the same with or without an endpoint).
 from __future__ import annotations
 
 import threading
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -84,6 +84,48 @@ class Matches:
     nearest: list[Candidate] = field(default_factory=list)  # the most probable below the cut
 
 
+@dataclass(frozen=True, slots=True)
+class _Weighed:
+    """One topic weighed over the scope: every paper's cosine and best BM25 score."""
+
+    topic: str
+    dense: np.ndarray
+    lexical: np.ndarray
+    ceiling: float  # the topic's BM25 ceiling (rag/retrieval/retrieve.py)
+    best_dense: float  # the scope's best cosine
+    best_bm25: float  # ... and best BM25 score
+    order: list[int]  # the papers to weigh, as numbered in the catalog
+
+    def features(
+        self, i: int, paper: Paper, retriever: Retriever, names: tuple[str, ...]
+    ) -> dict[str, float]:
+        """Paper `i`'s evidence of being about the topic (see the module docstring)."""
+        topic, terms = self.topic, retriever.terms
+        text = f"{paper.label} {paper.abstract}"
+        coverage = terms.coverage(topic, text, names)
+        sentences = split_sentences(paper.abstract) if coverage > 0 else []
+        return {
+            "coverage": coverage,
+            "sentence_coverage": max(
+                (terms.coverage(topic, s, names) for s in sentences), default=0.0
+            ),
+            "title_coverage": terms.coverage(topic, paper.label, names) if paper.label else 0.0,
+            "bm25": min(1.0, float(self.lexical[i]) / self.ceiling) if self.ceiling > 0 else 0.0,
+            "bm25_share": float(self.lexical[i]) / self.best_bm25 if self.best_bm25 > 0 else 0.0,
+            "dense": float(self.dense[i]),
+            "dense_gap": self.best_dense - float(self.dense[i]),
+            "terms": sum(mentions(text, t) for t in names) / len(names) if names else 0.0,
+        }
+
+
+def _names_in(asked: str, names: tuple[str, ...], topic: str) -> tuple[str, ...]:
+    """The names of the whole topic, or of an alternative those it holds ('CLIP' of
+    'CLIP or SigLIP' is not asked of 'SigLIP')."""
+    if asked == topic:
+        return names
+    return tuple(n for n in names if mentions(asked, n))
+
+
 class Matcher:
     """Weighs every paper of a scope for a topic; one per `Assistant`, thread-safe."""
 
@@ -100,47 +142,51 @@ class Matcher:
         filters: Filters | None = None,
         names: tuple[str, ...] = (),
         within: Collection[str] | None = None,
+        alternatives: Sequence[str] = (),
     ) -> tuple[list[Candidate], int]:
         """The evidence of the scope's papers most likely to be about `topic` (at most
-        `depth`; with `within`, only those of these ids), and how many papers the scope
-        holds. The scope's best cosine and BM25 score are the whole scope's either way."""
+        `depth` per topic; with `within`, only those of these ids), and how many papers the
+        scope holds. The scope's best cosine and BM25 score are the whole scope's either
+        way. With `alternatives` ('fourier transforms', 'wavelet transforms' of 'fourier or
+        wavelet transforms') a paper is about the topic when it is about any one of them:
+        each feature is its best over the topic and each alternative (the lowest gap)."""
         catalog, vectors = self._paper_vectors()
         ids = catalog.paper_ids
         scope = Scope.of(filters or Filters(), self.retriever.vocabulary())
         inside = papers_in(catalog, scope)
         if not inside.any():
             return [], 0
-        dense = vectors @ self.embedder.embed_query(topic) if len(ids) else np.zeros(0)
-        lexical = self._bm25_per_paper(topic, catalog)
-        ceiling = self.retriever.lexical_ceiling(topic)
-        best_dense = float(dense[inside].max())
-        best_bm25 = float(lexical[inside].max())
-        order = _pool(dense, lexical, inside, self.depth)
+        asked = [self._weigh(t, vectors, catalog, inside) for t in (topic, *alternatives)]
+        order = list(dict.fromkeys(i for a in asked for i in a.order))
         if within is not None:
             order = [i for i in order if ids[i] in within]
-        terms = self.retriever.terms
         found = []
         for i in order:
             paper = catalog.papers[ids[i]].paper
-            text = f"{paper.label} {paper.abstract}"
-            coverage = terms.coverage(topic, text, names)
-            sentences = split_sentences(paper.abstract) if coverage > 0 else []
-            features = {
-                "coverage": coverage,
-                "sentence_coverage": max(
-                    (terms.coverage(topic, s, names) for s in sentences), default=0.0
-                ),
-                "title_coverage": (
-                    terms.coverage(topic, paper.label, names) if paper.label else 0.0
-                ),
-                "bm25": min(1.0, float(lexical[i]) / ceiling) if ceiling > 0 else 0.0,
-                "bm25_share": float(lexical[i]) / best_bm25 if best_bm25 > 0 else 0.0,
-                "dense": float(dense[i]),
-                "dense_gap": best_dense - float(dense[i]),
-                "terms": sum(mentions(text, t) for t in names) / len(names) if names else 0.0,
-            }
-            found.append(Candidate(paper, {k: round(v, 4) for k, v in features.items()}))
+            each = [
+                a.features(i, paper, self.retriever, _names_in(a.topic, names, topic))
+                for a in asked
+            ]
+            best = {k: max(f[k] for f in each) for k in FEATURES}
+            best["dense_gap"] = min(f["dense_gap"] for f in each)
+            found.append(Candidate(paper, {k: round(v, 4) for k, v in best.items()}))
         return found, int(inside.sum())
+
+    def _weigh(
+        self, topic: str, vectors: np.ndarray, catalog: CatalogView, inside: np.ndarray
+    ) -> _Weighed:
+        """One topic's cosine and BM25 score of every paper, and the papers to weigh."""
+        dense = vectors @ self.embedder.embed_query(topic) if len(vectors) else np.zeros(0)
+        lexical = self._bm25_per_paper(topic, catalog)
+        return _Weighed(
+            topic,
+            dense,
+            lexical,
+            self.retriever.lexical_ceiling(topic),
+            float(dense[inside].max()),
+            float(lexical[inside].max()),
+            _pool(dense, lexical, inside, self.depth),
+        )
 
     def match(
         self,
@@ -149,10 +195,11 @@ class Matcher:
         filters: Filters | None = None,
         names: tuple[str, ...] = (),
         within: Collection[str] | None = None,
+        alternatives: Sequence[str] = (),
     ) -> Matches:
-        """The members of the scope for `topic`: the papers whose P(member) passes the cut
-        (with `within`, of those papers only)."""
-        found, in_scope = self.candidates(topic, filters, names, within)
+        """The members of the scope for `topic` (or any of its `alternatives`): the papers
+        whose P(member) passes the cut (with `within`, of those papers only)."""
+        found, in_scope = self.candidates(topic, filters, names, within, alternatives)
         scored = [Candidate(c.paper, c.features, model.confidence(c.features)) for c in found]
         ranked = sorted(scored, key=lambda c: -c.probability)
         members = [c for c in ranked if c.probability >= model.threshold]

@@ -387,6 +387,47 @@ def topic_of(text: str) -> str:
     return " ".join(kept) or keywords_of(text)
 
 
+_GLOSS = re.compile(r"\s*\([^()]*\)")  # a gloss the reading added: '(code generation)'
+
+
+def alternatives_of(text: str) -> tuple[str, ...]:
+    """The topics a count asks of with 'or', each on its own ('a paper is about A or B'
+    when it is about either): 'papers on fourier, cosine or wavelet type transforms' ->
+    ('fourier transforms', 'cosine transforms', 'wavelet transforms'); 'memory or
+    communication cost of training' -> ('memory cost training', 'communication cost
+    training'); () without exactly one 'or' between topic words. The item after the 'or'
+    runs over the topic words that follow it; those before it are split at commas, the
+    first as long as the others (one word without a comma: 'recommending people or
+    content'), and single words before a longer item share its last word, the head noun
+    ('approximation or competitive ratios': 'approximation ratios')."""
+    words = _GLOSS.sub(" ", text).rstrip("?.! ").split()  # less 'code (code generation)'
+    keys = [w.strip(",;").casefold() for w in words]
+    if keys.count("or") != 1:
+        return ()
+    kept = {w.casefold() for w in topic_of(text).split()}
+    at = end = start = keys.index("or")
+    while end + 1 < len(keys) and keys[end + 1] in kept:
+        end += 1
+    while start > 0 and keys[start - 1] in kept:
+        start -= 1
+    right = keys[at + 1 : end + 1]
+    if not right or start == at:
+        return ()
+    groups: list[list[str]] = [[]]
+    for word, key in zip(words[start:at], keys[start:at], strict=True):
+        groups[-1].append(key)
+        if word.endswith(","):
+            groups.append([])
+    groups = [g for g in groups if g]
+    size = len(groups[-1]) if len(groups) > 1 else 1
+    prefix = keys[: start + len(groups[0]) - size]
+    items = [groups[0][-size:], *groups[1:], right]
+    if len(right) > 1 and all(len(i) == 1 for i in items[:-1]):  # 'evolutionary or genetic search'
+        items = [[*i, right[-1]] for i in items[:-1]] + [right]
+    found = [topic_of(" ".join([*prefix, *i, *keys[end + 1 :]])) for i in items]
+    return tuple(dict.fromkeys(found)) if len(set(found)) > 1 else ()
+
+
 def comparison_of(text: str) -> tuple[tuple[str, ...], tuple[str, ...], str]:
     """(the things compared, the columns asked, the topic of a set): 'compare GTO and
     the n-draft paper' -> (('GTO', 'the n-draft paper'), DEFAULT_COLUMNS, ''); 'compare
