@@ -15,7 +15,7 @@ import contextlib
 import re
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -372,10 +372,9 @@ class Assistant:
         """'which papers study calibration?' asks for the papers a count of its topic would
         count: of the retrieved papers, those that pass the count's cut answer it."""
         topic = topic_of(read_q.text)
-        names = self._topic_names(replace(read_q, topic=topic))
-        within = {h.paper.paper_id for h in hits}
-        alternatives = alternatives_of(read_q.text)
-        matches = self.matcher.match(topic, self.match_model, applied, names, within, alternatives)
+        matches = self._matches(
+            replace(read_q, topic=topic), applied, {h.paper.paper_id for h in hits}
+        )
         return replace(read_q, members=frozenset(c.paper.paper_id for c in matches.members))
 
     @property
@@ -414,17 +413,24 @@ class Assistant:
         held = [t for t in read_q.terms if self.holds_word(t)]  # not one the glossary spelled out
         return tuple(dict.fromkeys((*held, *written)))
 
+    def _matches(
+        self, read_q: Query, applied: Filters, within: Collection[str] | None = None
+    ) -> matching.Matches:
+        """The papers of the scope about the question's topic (rag/aggregate/matching.py),
+        or about either side of an 'or' in it; with `within`, of those papers only."""
+        names = self._topic_names(read_q)
+        alternatives = alternatives_of(read_q.text)
+        return self.matcher.match(
+            read_q.topic, self.match_model, applied, names, within, alternatives
+        )
+
     def about_many(
         self, read_q: Query, applied: Filters, sides: Sequence[list[Hit]] = ()
     ) -> Answer:
         """Answer a count or a comparison (rag/aggregate/conference.py) inside the applied
         scope (`sides`: the hits of each thing compared, when already searched)."""
         if read_q.intent == "count":
-            names = self._topic_names(read_q)
-            alternatives = alternatives_of(read_q.text)
-            matches = self.matcher.match(
-                read_q.topic, self.match_model, applied, names, alternatives=alternatives
-            )
+            matches = self._matches(read_q, applied)
             fitted_on = int(self.match_model.about.get("questions", 0))
             coverage = self.retriever.terms.coverage
             return count_answer(
@@ -434,11 +440,7 @@ class Assistant:
         if read_q.compared:
             hits = _one_each(sides or self._sides(read_q, applied))
         else:
-            names = self._topic_names(read_q)
-            alternatives = alternatives_of(read_q.text)
-            matches = self.matcher.match(
-                read_q.topic, self.match_model, applied, names, alternatives=alternatives
-            )
+            matches = self._matches(read_q, applied)
             rows = matches.members[: self.settings.table_rows]
             hits = [Hit(c.paper, round(c.probability, 4)) for c in rows]
             if not hits:

@@ -118,12 +118,10 @@ class _Weighed:
         }
 
 
-def _names_in(asked: str, names: tuple[str, ...], topic: str) -> tuple[str, ...]:
-    """The names of the whole topic, or of an alternative those it holds ('CLIP' of
-    'CLIP or SigLIP' is not asked of 'SigLIP')."""
-    if asked == topic:
-        return names
-    return tuple(n for n in names if mentions(asked, n))
+def _names_in(alternative: str, names: tuple[str, ...]) -> tuple[str, ...]:
+    """Of the topic's names, those an alternative holds ('CLIP' of 'CLIP or SigLIP' is
+    not asked of 'SigLIP')."""
+    return tuple(n for n in names if mentions(alternative, n))
 
 
 class Matcher:
@@ -157,6 +155,7 @@ class Matcher:
         if not inside.any():
             return [], 0
         asked = [self._weigh(t, vectors, catalog, inside) for t in (topic, *alternatives)]
+        named = [names, *(_names_in(t, names) for t in alternatives)]
         order = list(dict.fromkeys(i for a in asked for i in a.order))
         if within is not None:
             order = [i for i in order if ids[i] in within]
@@ -164,8 +163,7 @@ class Matcher:
         for i in order:
             paper = catalog.papers[ids[i]].paper
             each = [
-                a.features(i, paper, self.retriever, _names_in(a.topic, names, topic))
-                for a in asked
+                a.features(i, paper, self.retriever, n) for a, n in zip(asked, named, strict=True)
             ]
             best = {k: max(f[k] for f in each) for k in FEATURES}
             best["dense_gap"] = min(f["dense_gap"] for f in each)
