@@ -94,6 +94,16 @@ def test_a_follow_up_is_searched_with_what_it_refers_to(seeded: Assistant) -> No
     assert cited & {first.sources[n - 1].paper_id for n in first.citations}
 
 
+def test_a_follow_up_is_answered_with_the_sentence_holding_its_detail(seeded: Assistant) -> None:
+    """Inside the paper in focus every sentence holds the searched words: the follow-up's
+    own ('applications', 'demonstrate') choose the sentence."""
+    chat = seeded.conversation()
+    chat.ask("dynamic programming on gpus with min-plus products")
+    follow = chat.ask("which applications do they demonstrate it on")
+    assert follow.follow_up and not follow.abstained
+    assert "vehicle routing" in follow.answer
+
+
 def test_a_lower_case_acronym_is_read_as_the_abstracts_write_it(seeded: Assistant) -> None:
     answer = seeded.ask("dpo variants")
     assert not answer.abstained, answer.notices

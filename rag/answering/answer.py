@@ -191,13 +191,15 @@ class Answerer:
 
     def _asking_vector(self, query: Query) -> np.ndarray:
         """What the answer's sentences are scored against: the searched text, and for a
-        follow-up also its own words, equally ('iclr 2026 paper on knowledge distillation'
+        follow-up also its own words ('iclr 2026 paper on knowledge distillation'
         + 'does it work for object detection too?'): the standalone query finds the paper,
-        the follow-up names the detail a sentence must answer."""
+        the follow-up names the detail a sentence must answer, and weighs more in English
+        (extractive.FOLLOW_UP_DETAIL)."""
         vector = self.embedder.embed_query(query.text)
         if not query.detail:
             return vector
-        both = vector + self.embedder.embed_query(query.detail)
+        weight = extractive.FOLLOW_UP_DETAIL if query.language == "en" else 1.0
+        both = vector + weight * self.embedder.embed_query(query.detail)
         return both / max(float(np.linalg.norm(both)), 1e-12)
 
     def extractive(self, query: Query, hits: list[Hit]) -> Answer:

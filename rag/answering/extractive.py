@@ -35,6 +35,15 @@ from rag.types import Hit, Source
 MARGIN_SINGULAR = 0.0
 MARGIN_PLURAL = 0.15  # when the question asks for several papers
 MAX_SOURCES = {False: 2, True: 5}
+# A follow-up's sentence is chosen inside the paper in focus, where the searched words are
+# in every sentence and only its own words tell them apart ('which applications do they
+# demonstrate it on' -> 'We demonstrate the approach in two canonical SP applications').
+# Its own words weigh FOLLOW_UP_DETAIL times the search's in the cosine (English only: an
+# offline gloss of another language embeds poorly) and its shared words FOLLOW_UP_OVERLAP
+# instead of sentence.json's overlap. From 1 and 0.3 (2026-12-06, seeds): follow-up detail
+# dev6 0.775 -> 0.825, dev2, dev3, natural, zh unchanged (and `_complement`).
+FOLLOW_UP_DETAIL = 3.0
+FOLLOW_UP_OVERLAP = 0.6
 
 # A reported figure: "7.4%", "2.5x", "300M", "1/4", "billions of" (not "(i)", "$n$" or
 # the "2D" / "3D" of a dimension).
@@ -294,13 +303,17 @@ def sentence_weights() -> dict[str, float]:
 
 def _score(query: Query, sentence: str, similarity: float) -> float:
     weights = sentence_weights()
+    if query.detail:
+        weights = {**weights, "overlap": FOLLOW_UP_OVERLAP}
     features = sentence_features(query, sentence, similarity)
     return sum(weights[name] * value for name, value in features.items())
 
 
 def _complement(query: Query, sentences: list[str], order: list[int]) -> list[int]:
     """A second sentence when another one holds more of the wanted answer, or when the
-    best one only sets the scene and another states the contribution."""
+    best one only sets the scene and another states the contribution (for a follow-up,
+    whose previous answer showed it, the next best sentence: dev6 follow-up detail
+    0.825 -> 0.875, 'what are the two strategies they propose')."""
     best = sentences[order[0]]
     if query.wants:
         have = evidence(query, best)
@@ -309,6 +322,8 @@ def _complement(query: Query, sentences: list[str], order: list[int]) -> list[in
         if counts[richest] > have:
             return [richest]
     if not _CONTRIBUTION.search(best):
+        if query.detail:  # the previous answer showed the contribution: the next best
+            return order[1:2]
         return [j for j in order if _CONTRIBUTION.search(sentences[j])][:1]
     return []
 
