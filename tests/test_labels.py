@@ -58,6 +58,23 @@ def _seeds() -> list[Paper]:
             "our method. We show that O2NC can be derandomized for weakly convex functions.",
             "O2NC can be derandomized for weakly convex functions",
         ),
+        (
+            "Graphs are everywhere. We develop a principled framework for acquisition "
+            "optimization over unseen graphs. We demonstrate that our method, BoGrape, is "
+            "competitive on molecular design.",
+            "BoGrape",
+        ),
+        (
+            "All-reduce is slow. We propose Decoupled Momentum Optimization, a drop-in "
+            "replacement for momentum optimizers. DeMo decouples local updates, and DeMo "
+            "language models transmit less data.",
+            "DeMo: Decoupled Momentum Optimization",
+        ),
+        (  # a method compared against is not the paper's name
+            "We present a tree-based inference method for mixtures. Experiments show the "
+            "usefulness of our algorithm, compared to MCMC methods, and MCMC is slower.",
+            "Tree-based inference method for mixtures",
+        ),
     ],
 )
 def test_label_reads_like_a_title(abstract: str, label: str) -> None:

@@ -4,11 +4,15 @@ In order of preference:
 1. The method it introduces, with its long form or what it is:
    'We present Group-Normalized Implicit Value Optimization (GN-IVO), a ...' ->
    'GN-IVO: Group-Normalized Implicit Value Optimization'; 'we propose SPRIG, an
-   edit-based genetic algorithm that ...' -> 'SPRIG: an edit-based genetic algorithm'.
+   edit-based genetic algorithm that ...' -> 'SPRIG: an edit-based genetic algorithm';
+   'our method, BoGrape, is ...' -> 'BoGrape'.
 2. The key phrase of its contribution sentence ("we propose / introduce / develop ...",
    then "this paper studies / we revisit ...", then "we show that ..."): 'In this paper,
    we develop a statistical theory for high-dimensional imbalanced linear classification,
-   showing ...' -> 'Statistical theory for high-dimensional imbalanced linear classification'.
+   showing ...' -> 'Statistical theory for high-dimensional imbalanced linear classification';
+   led by the name the abstract then uses for it, spelled by its words' starts: 'We
+   propose Decoupled Momentum Optimization, ...' + 'DeMo ...' -> 'DeMo: Decoupled
+   Momentum Optimization'.
 3. Its most repeated multi-word term ('Entropic barriers').
 Never its first words: "Model merging methods combine models with ..." names nothing.
 Labels are derived again whenever a paper is read (rag/store/index.py), so a better rule
@@ -23,12 +27,16 @@ from collections import Counter
 from rag.lexicon import KIND_NOUNS, METHOD_KINDS, PREPOSITIONS, STOP
 from rag.text import is_english_word, split_sentences
 
-LABELS_VERSION = 4  # bump when a rule changes: saved catalogs then derive their labels again
+LABELS_VERSION = 5  # bump when a rule changes: saved catalogs then derive their labels again
 MAX_WORDS = 12  # a label longer than this is cut before its last preposition
 _TRIGGER = re.compile(
     r"\b(?:called|named|dubbed|termed|coined(?: as)?|we (?:\w+ly )?(?:further )?"
     r"(?:propose|introduce|present|develop)|us to (?:propose|introduce|develop))\b",
     re.I,
+)
+# A name set off as the method's: 'We demonstrate that our method, BoGrape, is ...'.
+_OURS_NAMED = re.compile(
+    r"\bour (?:method|approach|algorithm|framework|model|system),\s+([A-Za-z][\w\-+]{1,24}),"
 )
 _PAREN_ACRONYM = re.compile(r"\(([A-Za-z0-9][A-Za-z0-9\-+.]{1,24})\)")
 _TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9\-+]{1,24}")
@@ -88,6 +96,7 @@ def _greek(match: re.Match[str]) -> str:
     return _GREEK.get(match.group(1), match.group(0))
 
 
+_LINKING = frozenset({"of", "for", "and", "the", "a", "an", "in", "with"})  # skipped by initials
 _ANAPHORA = re.compile(r"\s(?:our|this|these|those|its|their|such|it|them)\b", re.I)
 _OPENS = PREPOSITIONS - {"of", "the", "a", "an", "and", "or", "as", "based"}  # a phrase's start
 _EMPHASIS = re.compile(r"\*+|\\emph\{([^}]*)\}|\\textit\{([^}]*)\}|[{}]")
@@ -110,7 +119,25 @@ def derive_label(abstract: str) -> str:
     if name:
         return _with_long_form(name, abstract)
     phrase = _contribution(abstract, (_INTRODUCE, _STUDY)) or _contribution(abstract, (_FINDING,))
-    return phrase or repeated_term(abstract) or _first_phrase(abstract)
+    if phrase:
+        short = _abbreviation(phrase, abstract)
+        return f"{short}: {phrase}" if short else phrase
+    return repeated_term(abstract) or _first_phrase(abstract)
+
+
+def _abbreviation(phrase: str, abstract: str) -> str | None:
+    """A name the abstract uses at least twice for the phrase it proposes, spelled by the
+    starts of the phrase's first words: 'DeMo' of 'Decoupled Momentum Optimization', the
+    abstract writing 'We propose Decoupled Momentum Optimization, ...' then 'DeMo ...'."""
+    words = [w for w in re.split(r"[\s\-]+", phrase.casefold()) if w not in _LINKING]
+    for name in dict.fromkeys(t.strip("-+") for t in _TOKEN.findall(abstract)):
+        if not _is_name(name) or name in phrase or abstract.count(name) < 2:
+            continue
+        parts = [p.casefold() for p in re.findall(r"[A-Z][a-z]*|[0-9]+", name)]
+        spelled = all(w.startswith(p) for p, w in zip(parts, words, strict=False))
+        if 2 <= len(parts) <= len(words) and spelled:
+            return name
+    return None
 
 
 # -- 1. the method's name --------------------------------------------------------------------
@@ -129,6 +156,11 @@ def method_name(abstract: str) -> str | None:
         for name in _candidates(window):
             if abstract.find(name) < trigger.start():
                 continue
+            key = (-abstract.count(name), abstract.find(name), name)
+            best = key if best is None or key < best else best
+    for named in _OURS_NAMED.finditer(abstract):
+        name = named.group(1)
+        if _is_name(name) and abstract.find(name) >= named.start():
             key = (-abstract.count(name), abstract.find(name), name)
             best = key if best is None or key < best else best
     return best[2] if best else None
