@@ -41,7 +41,7 @@ MAX_SOURCES = {False: 2, True: 5}
 # Its own words weigh FOLLOW_UP_DETAIL times the search's in the cosine (English only: an
 # offline gloss of another language embeds poorly) and its shared words FOLLOW_UP_OVERLAP
 # instead of sentence.json's overlap. From 1 and 0.3 (2026-12-06, seeds): follow-up detail
-# dev6 0.775 -> 0.825, dev2, dev3, natural, zh unchanged (and `_complement`).
+# dev6 0.775 -> 0.825, dev2, dev3, natural, zh unchanged.
 FOLLOW_UP_DETAIL = 3.0
 FOLLOW_UP_OVERLAP = 0.6
 
@@ -311,9 +311,10 @@ def _score(query: Query, sentence: str, similarity: float) -> float:
 
 def _complement(query: Query, sentences: list[str], order: list[int]) -> list[int]:
     """A second sentence when another one holds more of the wanted answer, or when the
-    best one only sets the scene and another states the contribution (for a follow-up,
-    whose previous answer showed it, the next best sentence: dev6 follow-up detail
-    0.825 -> 0.875, 'what are the two strategies they propose')."""
+    best one only sets the scene and another states the contribution. (Tried for a
+    follow-up: the next best sentence instead, as if the answer before had shown the
+    contribution: dev6 follow-up detail 0.825 -> 0.875, but test.jsonl's 'what is the
+    method called?' lost 'our method, BoGrape', which the answer before had not shown.)"""
     best = sentences[order[0]]
     if query.wants:
         have = evidence(query, best)
@@ -322,8 +323,6 @@ def _complement(query: Query, sentences: list[str], order: list[int]) -> list[in
         if counts[richest] > have:
             return [richest]
     if not _CONTRIBUTION.search(best):
-        if query.detail:  # the previous answer showed the contribution: the next best
-            return order[1:2]
         return [j for j in order if _CONTRIBUTION.search(sentences[j])][:1]
     return []
 
