@@ -272,7 +272,8 @@ REFERS_BACK = (
     *phrases_of(
         "this|that|these|those|the|said",
         f"""paper|papers|method|methods|approach|approaches|model|models|work|works|one|ones|
-        study|algorithm|framework|technique|author|authors|result|results|{_ORDINAL_WORDS}|
+        study|algorithm|framework|technique|author|authors|result|results|experiment|
+        experiments|dataset|datasets|evaluation|{_ORDINAL_WORDS}|
         former|above|same""".replace("\n", "").replace(" ", ""),
     ),
     *phrases_of("number|paper|source", "<d>"),

@@ -91,6 +91,13 @@ def test_a_new_topic_without_a_pointing_word_is_not_read_as_a_follow_up(
     assert not again.follow_up  # asked again, it leans on nothing
 
 
+def test_the_experiments_or_the_datasets_point_at_the_paper_in_focus() -> None:
+    assert read("how many environments in the experiments").refers_back
+    assert read("which optimizers do the experiments compare").refers_back
+    assert read("how big were the datasets").refers_back
+    assert not read("papers with experiments on imagenet").refers_back
+
+
 def test_a_question_setting_its_own_scope_asks_of_the_collection() -> None:
     def scope(q: str) -> float:
         return followup.features(read(q), "", "", lambda q, t: 0.0, lambda q, t: 0.0)["own_scope"]
