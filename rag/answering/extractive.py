@@ -75,7 +75,8 @@ Vectors = Callable[[list[str]], np.ndarray]
 # A sentence that spells a term out: "... descent-ascent (TERM) ...", "TERM, a ...",
 # "TERM (Decoupled Momentum)", "TERM: a ...", "TERM is a ...".
 _DEFINES = re.compile(
-    r"\(\s*TERM\s*\)|TERM\s*(?:\(|,\s*(?:a|an|the|which)\b|:\s|\s(?:is|are) (?:a|an)\b)"
+    r"\(\s*TERM\s*\)|TERM\s*(?:\((?!\s*(?:\d{1,2}|[ivx]{1,4}|[a-h])\s*\))|,\s*(?:a|an|the|which)\b|"
+    r":\s|\s(?:is|are) (?:a|an)\b)"
 )
 
 
@@ -209,15 +210,31 @@ def pick_sentences(
             continue
         scores = sentence_scores(query, query_vector, sentences, vectors)
         order = sorted(range(len(sentences)), key=lambda j: -scores[j])
-        chosen = _choose(query, sentences, order, first=not picked)
+        chosen = _choose(query, sentences, order, not picked, _long_forms(source.title))
         picked.append((source, [sentences[j] for j in chosen]))
     return picked
 
 
-def _choose(query: Query, sentences: list[str], order: list[int], first: bool) -> list[int]:
+def _long_forms(title: str) -> dict[str, str]:
+    """'DeMo: Decoupled Momentum Optimization' -> {'demo': 'Decoupled Momentum Optimization'}:
+    what a label says a name stands for (rag/corpus/labels.py), which the abstract may write
+    without the name ('We propose Decoupled Momentum Optimization, ...')."""
+    name, colon, rest = title.partition(": ")
+    if not colon or " " in name or len(rest.split()) < 2:
+        return {}
+    return {name.casefold(): rest}
+
+
+def _choose(
+    query: Query,
+    sentences: list[str],
+    order: list[int],
+    first: bool,
+    long_forms: dict[str, str] | None = None,
+) -> list[int]:
     """The sentences of one source, in the order they are shown."""
     if query.intent == "definition" and first:
-        intro = _introducing(query, sentences)
+        intro = _introducing(query, sentences, long_forms or {})
         if intro is not None:
             rest = [j for j in order if j != intro][:1]
             return [intro, *rest]
@@ -231,13 +248,20 @@ def _choose(query: Query, sentences: list[str], order: list[int], first: bool) -
     return sorted(set(chosen))
 
 
-def _introducing(query: Query, sentences: list[str]) -> int | None:
+def _introducing(
+    query: Query, sentences: list[str], long_forms: dict[str, str] | None = None
+) -> int | None:
     """The sentence that introduces what is asked about: one that spells it out
     ('... descent-ascent (AltGDA) ...', 'X, a ...'), else one that proposes it ('We
     propose X'), else the first that names it. The subject's longest phrase that any
-    sentence holds decides ('gated linear attention for ICL' -> 'gated linear attention')."""
+    sentence holds decides ('gated linear attention for ICL' -> 'gated linear attention').
+    A name the paper's label spells out is looked for as its long form first: 'We propose
+    Decoupled Momentum Optimization, ...' introduces DeMo."""
     plain_sentences = [plain(s) for s in sentences]
-    for phrase in _phrases(query):
+    phrases = _phrases(query)
+    known = long_forms or {}
+    spelled = [known[p.casefold()] for p in phrases if p.casefold() in known]
+    for phrase in [*spelled, *phrases]:
         with_term = [j for j, s in enumerate(plain_sentences) if mentions(s, phrase)]
         if not with_term:
             continue
