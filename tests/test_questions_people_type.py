@@ -105,6 +105,16 @@ def test_a_name_the_label_spells_out_is_defined_by_the_sentence_proposing_it(
     assert answer.answer.startswith("We propose Decoupled Momentum Optimization")
 
 
+def test_a_paper_far_behind_in_the_fused_ranking_is_not_cited_beside_the_best(
+    seeded: Assistant,
+) -> None:
+    """The two-layer KAN paper is a hair closer to 'kd for object detection' by cosine
+    than DTO-KD, at under half its fused score: it is no second answer."""
+    answer = seeded.ask("kd for object detection")
+    cited = [answer.sources[n - 1].title for n in answer.citations]
+    assert cited and all("DTO-KD" in t for t in cited), cited
+
+
 def test_a_follow_up_is_answered_with_the_sentence_holding_its_detail(seeded: Assistant) -> None:
     """Inside the paper in focus every sentence holds the searched words: the follow-up's
     own ('applications', 'demonstrate') choose the sentence."""
