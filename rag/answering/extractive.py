@@ -222,31 +222,27 @@ def pick_sentences(
             continue
         scores = sentence_scores(query, query_vector, sentences, vectors)
         order = sorted(range(len(sentences)), key=lambda j: -scores[j])
-        chosen = _choose(query, sentences, order, not picked, _long_forms(source.title))
+        chosen = _choose(query, sentences, order, not picked, source.title)
         picked.append((source, [sentences[j] for j in chosen]))
     return picked
 
 
-def _long_forms(title: str) -> dict[str, str]:
-    """'DeMo: Decoupled Momentum Optimization' -> {'demo': 'Decoupled Momentum Optimization'}:
+def _long_form(title: str) -> tuple[str, str]:
+    """'DeMo: Decoupled Momentum Optimization' -> ('demo', 'Decoupled Momentum Optimization'):
     what a label says a name stands for (rag/corpus/labels.py), which the abstract may write
-    without the name ('We propose Decoupled Momentum Optimization, ...')."""
+    without the name ('We propose Decoupled Momentum Optimization, ...'); ('', '') if none."""
     name, colon, rest = title.partition(": ")
     if not colon or " " in name or len(rest.split()) < 2:
-        return {}
-    return {name.casefold(): rest}
+        return "", ""
+    return name.casefold(), rest
 
 
 def _choose(
-    query: Query,
-    sentences: list[str],
-    order: list[int],
-    first: bool,
-    long_forms: dict[str, str] | None = None,
+    query: Query, sentences: list[str], order: list[int], first: bool, title: str = ""
 ) -> list[int]:
-    """The sentences of one source, in the order they are shown."""
+    """The sentences of one source (titled `title`), in the order they are shown."""
     if query.intent == "definition" and first:
-        intro = _introducing(query, sentences, long_forms or {})
+        intro = _introducing(query, sentences, title)
         if intro is not None:
             rest = [j for j in order if j != intro][:1]
             return [intro, *rest]
@@ -260,19 +256,17 @@ def _choose(
     return sorted(set(chosen))
 
 
-def _introducing(
-    query: Query, sentences: list[str], long_forms: dict[str, str] | None = None
-) -> int | None:
+def _introducing(query: Query, sentences: list[str], title: str = "") -> int | None:
     """The sentence that introduces what is asked about: one that spells it out
     ('... descent-ascent (AltGDA) ...', 'X, a ...'), else one that proposes it ('We
     propose X'), else the first that names it. The subject's longest phrase that any
     sentence holds decides ('gated linear attention for ICL' -> 'gated linear attention').
-    A name the paper's label spells out is looked for as its long form first: 'We propose
-    Decoupled Momentum Optimization, ...' introduces DeMo."""
+    A name the paper's label (`title`) spells out is looked for as its long form first:
+    'We propose Decoupled Momentum Optimization, ...' introduces DeMo."""
     plain_sentences = [plain(s) for s in sentences]
     phrases = _phrases(query)
-    known = long_forms or {}
-    spelled = [known[p.casefold()] for p in phrases if p.casefold() in known]
+    name, long_form = _long_form(title)
+    spelled = [long_form] if name and any(p.casefold() == name for p in phrases) else []
     for phrase in [*spelled, *phrases]:
         with_term = [j for j, s in enumerate(plain_sentences) if mentions(s, phrase)]
         if not with_term:

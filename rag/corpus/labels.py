@@ -130,8 +130,9 @@ def _abbreviation(phrase: str, abstract: str) -> str | None:
     starts of the phrase's first words: 'DeMo' of 'Decoupled Momentum Optimization', the
     abstract writing 'We propose Decoupled Momentum Optimization, ...' then 'DeMo ...'."""
     words = [w for w in re.split(r"[\s\-]+", phrase.casefold()) if w not in _LINKING]
-    for name in dict.fromkeys(t.strip("-+") for t in _TOKEN.findall(abstract)):
-        if not _is_name(name) or name in phrase or abstract.count(name) < 2:
+    uses = Counter(t.strip("-+") for t in _TOKEN.findall(abstract))
+    for name, used in uses.items():
+        if used < 2 or name[:1].casefold() != words[0][:1] or name in phrase or not _is_name(name):
             continue
         parts = [p.casefold() for p in re.findall(r"[A-Z][a-z]*|[0-9]+", name)]
         spelled = all(w.startswith(p) for p, w in zip(parts, words, strict=False))
@@ -150,20 +151,20 @@ def method_name(abstract: str) -> str | None:
     Value Decomposition (SVD) ... we propose' is not SVD); among several, the one the
     abstract repeats most wins.
     """
-    best: tuple[int, int, str] | None = None  # (-uses, position, name)
-    for trigger in _TRIGGER.finditer(abstract):
-        window = re.split(r"(?<=[.;:])\s", abstract[trigger.end() : trigger.end() + 110])[0]
-        for name in _candidates(window):
-            if abstract.find(name) < trigger.start():
-                continue
-            key = (-abstract.count(name), abstract.find(name), name)
-            best = key if best is None or key < best else best
-    for named in _OURS_NAMED.finditer(abstract):
-        name = named.group(1)
-        if _is_name(name) and abstract.find(name) >= named.start():
-            key = (-abstract.count(name), abstract.find(name), name)
-            best = key if best is None or key < best else best
-    return best[2] if best else None
+    found = [
+        name
+        for trigger in _TRIGGER.finditer(abstract)
+        for name in _candidates(
+            re.split(r"(?<=[.;:])\s", abstract[trigger.end() : trigger.end() + 110])[0]
+        )
+        if abstract.find(name) >= trigger.start()
+    ]
+    found += [
+        m.group(1)
+        for m in _OURS_NAMED.finditer(abstract)
+        if _is_name(m.group(1)) and abstract.find(m.group(1)) >= m.start()
+    ]
+    return min(found, key=lambda n: (-abstract.count(n), abstract.find(n), n), default=None)
 
 
 def _is_name(token: str) -> bool:
