@@ -671,6 +671,15 @@ def _ingest_progress(bar: Any) -> Callable[[int, int], None]:
     help="With --scale: real abstracts each synthetic one is made of (runs of sentences "
     "from topical neighbours); 1: one parent's sentences with 30%% replaced (near-copies).",
 )
+@click.option(
+    "--vectors",
+    "made_by",
+    type=click.Choice(["mean", "model"]),
+    default="mean",
+    show_default=True,
+    help="With --scale: a synthetic paper's vectors: the mean of its sources' plus noise, "
+    "or the real model's embedding of its text (slow: every chunk through the model).",
+)
 @click.option("--seed", type=int, default=25, show_default=True, help="With --scale.")
 @click.option(
     "--out",
@@ -702,6 +711,7 @@ def bench_cmd(
     sample: int | None,
     noise: float,
     mix: int,
+    made_by: str,
     seed: int,
     out: str | None,
     keep: bool,
@@ -731,6 +741,7 @@ def bench_cmd(
             noise=noise,
             seed=seed,
             mix=mix,
+            vectors=made_by,
             questions_file=Path(questions_file) if questions_file else DEFAULT_QUESTIONS,
             cold_start=cold_start,
             keep=keep,

@@ -161,6 +161,19 @@ def test_the_embedder_answers_synthetic_texts_and_sends_the_rest_to_the_model() 
     assert np.allclose(got[-1], real.embed_query("No title here."))
 
 
+def test_with_vectors_from_the_model_every_text_goes_through_it() -> None:
+    generator = _generator()
+    records = list(generator.records(0, 5))
+    real = HashEmbedder()
+    vectors = [np.eye(64, dtype=np.float32)[i : i + 2] for i in range(len(generator.parents))]
+    wrapper = SyntheticEmbedder(real, generator.sources_of, vectors, made_by="model")
+    texts = [f"{r['title']}. {r['abstract'][:80]}" for r in records]
+    got = wrapper.embed(texts)
+    assert wrapper.model_texts == 5 and wrapper.synthetic_texts == 0
+    assert wrapper.mean_cosine is None
+    assert np.allclose(got, real.embed(texts))
+
+
 def _fake_job(sizes: list[int], server: bool = False) -> ScaleJob:
     """A scale job over the seeds with the hashing embedder, no cold starts."""
     return ScaleJob(

@@ -604,7 +604,7 @@ def test_prefetch_reads_the_mapped_files_of_the_current_stamp(
     settings, stamp = assistant.settings, assistant.retriever.catalog.stamp
     paths = snapshots.prefetched_paths(settings, stamp)
     kinds = [p.name.split(f"-{stamp}")[0] for p in paths]
-    assert kinds == ["vectors", "bm25-indptr", "bm25-indices", "bm25-data", "catalog"]
+    assert kinds == ["bm25-indptr", "bm25-indices", "bm25-data", "catalog", "vectors"]
     read: Counter[str] = Counter()
     real_open = Path.open
 

@@ -581,7 +581,9 @@ class Retriever:
                 h for h in hits if h.paper.paper_id not in first
             ]
         hits = hits[:top_k]
-        self._fill_similarity(hits, query)  # abstention needs it, whatever the retriever
+        # abstention needs it, whatever the retriever, and exact (the ANN's is near)
+        approximate = searches != "bm25" and self._approximate(state, mask)
+        self._fill_similarity(hits, query, every=approximate)
         timings["fuse"] = _ms(t0)
         return hits
 
@@ -796,9 +798,17 @@ class Retriever:
             hits.append(hit)
         return hits
 
-    def _fill_similarity(self, hits: list[Hit], query: str) -> None:
-        """Give every hit its cosine similarity (BM25-only finds have none yet)."""
-        missing = [h for h in hits if h.dense_similarity is None]
+    def _approximate(self, state: _Snapshot, mask: np.ndarray | None) -> bool:
+        """Tell whether a dense search inside `mask` scores from the ANN index's codes."""
+        if self._served(state) or self._ann(state) is None:
+            return False
+        in_scope = len(state.catalog.ids) if mask is None else int(mask.sum())
+        return in_scope >= self.settings.ann_min_rows
+
+    def _fill_similarity(self, hits: list[Hit], query: str, every: bool = False) -> None:
+        """Give every hit its exact cosine similarity: the hits without one (BM25-only
+        finds), or `every` hit (the ANN index's scores are near, not exact)."""
+        missing = [h for h in hits if every or h.dense_similarity is None]
         if not missing:
             return
         vector = self.embedder.embed_query(query)
@@ -897,7 +907,7 @@ class Retriever:
         self, state: _Snapshot, vector: np.ndarray, depth: int, mask: np.ndarray | None
     ) -> list[tuple[int, float]]:
         """Nearest rows inside the mask: exact below RAG_ANN_MIN_ROWS rows (or when the
-        mask keeps fewer), else the ANN index's 2 x depth candidates rescored exactly; with
+        mask keeps fewer), else the ANN index's, scored from its codes (`approximate`); with
         a Chroma server past RAG_ANN_MIN_ROWS, its HNSW index's."""
         if self._served(state):
             return self._served_rows(state, vector, depth, mask)
@@ -910,9 +920,8 @@ class Retriever:
                 best = _best_rows(_dot(matrix[picked], vector), depth, None)
                 return [(int(picked[i]), score) for i, score in best]
             return _best_rows(_dot(matrix, vector), depth, mask)
-        candidates = np.sort(ann.search(vector, 2 * depth, mask))  # sorted: fewer page seeks
-        best = _best_rows(_dot(matrix[candidates], vector), depth, None)
-        return [(int(candidates[i]), score) for i, score in best]
+        rows, scores = ann.search(vector, depth, mask)
+        return [(int(r), float(x)) for r, x in zip(rows, scores, strict=True)]
 
     def _served_rows(
         self, state: _Snapshot, vector: np.ndarray, depth: int, mask: np.ndarray | None

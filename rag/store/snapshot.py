@@ -289,12 +289,15 @@ def remove_other_stamps(settings: Settings, kind: str, stamp: str) -> None:
 
 # What a search reads of the mapped files, first what every question reads: the vectors
 # it rescores, BM25's matrix, then the catalog rows of the hits it shows.
+# In the order a question needs them: BM25's arrays (every question), the catalog (the
+# hits' records and chunk texts), then the vectors (past RAG_ANN_MIN_ROWS the ANN index,
+# in memory, scores the candidates: only the hits' own rows are read there).
 PREFETCHED = (
-    ("vectors", ".npy"),
     ("bm25-indptr", ".npy"),
     ("bm25-indices", ".npy"),
     ("bm25-data", ".npy"),
     ("catalog", ".cols"),
+    ("vectors", ".npy"),
 )
 
 
