@@ -34,6 +34,7 @@ from rag.corpus.papers import same_paper, sentence_keys
 from rag.embedding.embed import Embedder
 from rag.question.reading import Vocabulary, status_matches, venue_key
 from rag.retrieval.ann import AnnIndex
+from rag.store import reads
 from rag.store import snapshot as snapshots
 from rag.store.index import CatalogView, Facet, Store, StoreError
 from rag.text import (
@@ -248,6 +249,14 @@ class BM25Index:
         known = self._known_tokens(query)
         if not known:
             return np.zeros(self.size, dtype=np.float32)
+        scores, indptr = self.model.scores, self.model.scores["indptr"]
+        columns = [
+            (int(indptr[t]), int(indptr[t + 1]))
+            for t in map(self.model.vocab_dict.get, known)
+            if t is not None
+        ]
+        for name in ("data", "indices"):  # the terms' columns, read exactly (rag/store/reads.py)
+            reads.warm(scores[name], columns)
         return np.asarray(self.model.get_scores(known), dtype=np.float32)
 
     def ceiling(self, query: str) -> float:
@@ -831,7 +840,7 @@ class Retriever:
         if self._served(state):
             ids = [state.catalog.ids[i] for i in rows]
             return np.asarray(self.store.similarities(vector, ids), dtype=np.float32)
-        return _dot(self._matrix(state)[rows], vector)
+        return _dot(reads.rows(self._matrix(state), rows), vector)
 
     def cosine_spread(self, vector: np.ndarray) -> tuple[float, float]:
         """The mean and standard deviation of the query's cosine over every stored chunk,

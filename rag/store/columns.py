@@ -41,6 +41,7 @@ import numpy as np
 
 from rag.errors import RagError
 from rag.store.index import Catalog, Facet, StoredPaper
+from rag.store.reads import Blob
 from rag.types import Paper, split_chunk_id
 
 MAGIC = b"RAG-COLUMNS\n"
@@ -64,8 +65,9 @@ class DamagedRecord(RagError):
 class Strings(Sequence[str]):
     """A read-only list of strings over a blob and the byte offsets of its items."""
 
-    def __init__(self, blob: np.ndarray, offsets: np.ndarray) -> None:
+    def __init__(self, blob: np.ndarray, offsets: np.ndarray, read: Blob | None = None) -> None:
         self._blob, self._offsets = blob, offsets
+        self._read = read  # one item's bytes by pread (rag/store/reads.py), not the map
 
     def __len__(self) -> int:
         return len(self._offsets) - 1
@@ -82,7 +84,8 @@ class Strings(Sequence[str]):
         if not 0 <= i < len(self):
             raise IndexError(i)
         start, end = int(self._offsets[i]), int(self._offsets[i + 1])
-        return self._blob[start:end].tobytes().decode(errors="replace")
+        raw = self._read(start, end) if self._read else self._blob[start:end].tobytes()
+        return raw.decode(errors="replace")
 
     def __iter__(self) -> Iterator[str]:
         offsets = self._offsets
@@ -265,13 +268,18 @@ class MappedCatalog:
         self.stale_ids: list[str] = list(meta["stale_ids"])
         self._facets = [Facet(*f) for f in meta["facets"]]
         self.ids = Strings(arrays["ids.blob"], arrays["ids.offsets"])
-        self.texts = Strings(arrays["texts.blob"], arrays["texts.offsets"])
+        # the two text blobs, most of the file, are read an item at a time with pread
+        blobs = {
+            name: Blob(path, int(getattr(data, "offset", 0)) + header["arrays"][name]["offset"])
+            for name in _UNHASHED
+        }
+        self.texts = Strings(arrays["texts.blob"], arrays["texts.offsets"], blobs["texts.blob"])
         self.paper_ids = Strings(arrays["pids.blob"], arrays["pids.offsets"])
         self._row_papers = arrays["row_papers"]
         self._facet_codes = arrays["facet_codes"]
         self.hashes = Strings(arrays["hashes.blob"], arrays["hashes.offsets"])
         self._n_chunks = arrays["n_chunks"]
-        records = Strings(arrays["records.blob"], arrays["records.offsets"])
+        records = Strings(arrays["records.blob"], arrays["records.offsets"], blobs["records.blob"])
         self.papers = Papers(self.paper_ids, arrays["pid_order"], records, path)
         self.paper_of = PaperOf(self.paper_ids, self._row_papers)
 

@@ -287,11 +287,10 @@ def remove_other_stamps(settings: Settings, kind: str, stamp: str) -> None:
 # -- the catalog ------------------------------------------------------------------------
 
 
-# What a search reads of the mapped files, first what every question reads: the vectors
-# it rescores, BM25's matrix, then the catalog rows of the hits it shows.
-# In the order a question needs them: BM25's arrays (every question), the catalog (the
-# hits' records and chunk texts), then the vectors (past RAG_ANN_MIN_ROWS the ANN index,
-# in memory, scores the candidates: only the hits' own rows are read there).
+# The mapped files, in the order a question needs them: BM25's arrays (every question),
+# the catalog (the hits' records and chunk texts), then the vectors (past
+# RAG_ANN_MIN_ROWS the ANN index, in memory, scores the candidates: only the hits' own
+# rows are read there).
 PREFETCHED = (
     ("bm25-indptr", ".npy"),
     ("bm25-indices", ".npy"),
@@ -301,7 +300,7 @@ PREFETCHED = (
 )
 
 
-READ_AHEAD_BYTES = 16 * 1024 * 1024  # one read of the prefetch thread
+READ_AHEAD_BYTES = 2 * 1024 * 1024  # one read of the prefetch thread
 
 
 def prefetched_paths(settings: Settings, stamp: str | None) -> list[Path]:
