@@ -196,10 +196,10 @@ def calibrate_cmd(
         ),
     )
     about = {
-        "questions": list(questions_files),
+        "questions": _recorded(questions_files),
         "indexes": sorted({r["index"] for r in rows}),
         "max_false_abstention": max_false_abstention,
-        "command": "rag eval calibrate " + " ".join(questions_files),
+        "command": "rag eval calibrate " + " ".join(_recorded(questions_files)),
     }
     try:
         model, report = calibrate.calibrate(rows, max_false_abstention, about)
@@ -249,9 +249,9 @@ def calibrate_count_cmd(
         ),
     )
     about = {
-        "files": list(questions_files),
+        "files": _recorded(questions_files),
         "indexes": sorted({r["index"] for r in rows}),
-        "command": "rag eval calibrate-count " + " ".join(questions_files),
+        "command": "rag eval calibrate-count " + " ".join(_recorded(questions_files)),
     }
     try:
         model = matchfit.fit(rows, about=about)
@@ -293,14 +293,14 @@ def fit_sentences_cmd(
     except ValueError as exc:
         _fail(str(exc))
     about = {
-        "files": list(questions_files),
+        "files": _recorded(questions_files),
         "questions": len({r["id"] for r in rows}),
         "sentences": len(rows),
         "top_sentence_holds_answer": {
             "before": sentencefit.top_hit_rate(rows, sentence_weights()),
             "fitted": sentencefit.top_hit_rate(rows, weights),
         },
-        "command": "rag eval fit-sentences " + " ".join(questions_files),
+        "command": "rag eval fit-sentences " + " ".join(_recorded(questions_files)),
     }
     Path(out).mkdir(parents=True, exist_ok=True)
     target = Path(model_path or Path(out) / "sentence.json")
@@ -360,8 +360,8 @@ def fit_followup_cmd(
         ),
     )
     about = {
-        "files": list(questions_files),
-        "command": "rag eval fit-followup " + " ".join(questions_files),
+        "files": _recorded(questions_files),
+        "command": "rag eval fit-followup " + " ".join(_recorded(questions_files)),
     }
     try:
         model = followupfit.fit(rows, about=about)
@@ -560,6 +560,17 @@ def _fail(message: str) -> NoReturn:
     from rag.cli import UserError
 
     raise UserError(message) from None
+
+
+def _recorded(paths: Sequence[str]) -> list[str]:
+    """The question files as a fitted model records them: relative to the working folder
+    when inside it, so a model fitted in one checkout names the same files in another."""
+    here = Path.cwd().resolve()
+    out = []
+    for path in paths:
+        full = Path(path).resolve()
+        out.append(str(full.relative_to(here)) if full.is_relative_to(here) else path)
+    return out
 
 
 @contextmanager

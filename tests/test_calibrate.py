@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 from eval.calibrate import calibrate, cross_validate
 from rag.answering.answerable import FEATURES
@@ -54,3 +56,14 @@ def test_a_file_unlike_the_others_loses_more_when_left_out() -> None:
 
 def test_rows_of_one_file_have_nothing_to_hold_out() -> None:
     assert cross_validate(_rows("only.jsonl", 10, 0.7, 0.3, 0), 0.02) is None
+
+
+def test_a_fitted_model_records_its_files_relative_to_the_working_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from eval.cli import _recorded
+
+    (tmp_path / "q").mkdir()
+    monkeypatch.chdir(tmp_path)
+    inside, outside = str(tmp_path / "q" / "dev.jsonl"), "/elsewhere/dev.jsonl"
+    assert _recorded([inside, "q/x.jsonl", outside]) == ["q/dev.jsonl", "q/x.jsonl", outside]

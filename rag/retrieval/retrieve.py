@@ -920,17 +920,16 @@ class Retriever:
         a Chroma server past RAG_ANN_MIN_ROWS, its HNSW index's."""
         if self._served(state):
             return self._served_rows(state, vector, depth, mask)
-        matrix = self._matrix(state)
         ann = self._ann(state)
-        in_scope = len(matrix) if mask is None else int(mask.sum())
-        if ann is None or in_scope < self.settings.ann_min_rows:
-            if mask is not None and in_scope < len(matrix) // 4:
-                picked = np.flatnonzero(mask)  # a narrow scope: only its rows are read
-                best = _best_rows(_dot(matrix[picked], vector), depth, None)
-                return [(int(picked[i]), score) for i, score in best]
-            return _best_rows(_dot(matrix, vector), depth, mask)
-        rows, scores = ann.search(vector, depth, mask)
-        return [(int(r), float(x)) for r, x in zip(rows, scores, strict=True)]
+        if ann is not None and self._approximate(state, mask):
+            rows, scores = ann.search(vector, depth, mask)
+            return [(int(r), float(x)) for r, x in zip(rows, scores, strict=True)]
+        matrix = self._matrix(state)
+        if mask is not None and int(mask.sum()) < len(matrix) // 4:
+            picked = np.flatnonzero(mask)  # a narrow scope: only its rows are read
+            best = _best_rows(_dot(matrix[picked], vector), depth, None)
+            return [(int(picked[i]), score) for i, score in best]
+        return _best_rows(_dot(matrix, vector), depth, mask)
 
     def _served_rows(
         self, state: _Snapshot, vector: np.ndarray, depth: int, mask: np.ndarray | None
