@@ -229,7 +229,14 @@ ENTITY_NOUNS = _words(
     """dataset datasets benchmark benchmarks model models architecture architectures
     environment environments task tasks baseline baselines language languages metric metrics
     algorithm algorithms procedure procedures optimizer optimizers optimiser optimisers
-    setting settings method methods domain domains game games problem problems"""
+    setting settings method methods domain domains game games"""
+)
+# What a 'what / which' question asks about one paper when it asks for the gap it closes
+# ('what problem does OFMU solve', 'what is the main challenge'): the sentence naming it.
+# Not 'gap' or 'bottleneck', which name concepts too ('the information gap').
+PROBLEM_NOUNS = _words(
+    """problem problems challenge challenges motivation motivations limitation limitations
+    shortcoming shortcomings"""
 )
 ENTITY_REACH = 40  # characters after 'which' / 'what' within which its noun is looked for
 # A count per group: 'per year', 'by primary area', 'over the years', 'orals vs posters'.

@@ -84,6 +84,46 @@ def test_reports_figure_ignores_enumerators_and_counts_words_only_when_asked() -
         assert reports_figure(text), text
 
 
+def test_a_magnitude_in_words_is_a_figure_and_a_bare_count_word_is_not() -> None:
+    for text in (
+        "achieves one to three orders of magnitude speedups over CPU baselines",
+        "an order of magnitude less memory",
+        "a twofold improvement",
+        "a ten-fold reduction",
+        "hundreds of GPUs",
+    ):
+        assert reports_figure(text), text
+    assert not reports_figure("with k-fold cross-validation on three benchmarks")
+
+
+def test_a_speedup_written_in_words_answers_how_fast(seeded: Assistant) -> None:
+    """The GPU dynamic-programming abstract gives its speedup only as 'one to three orders
+    of magnitude'; a sentence with '$10^6$' answered before, as the only figure."""
+    answer = seeded.ask("whats the speedup of the gpu dp paper")
+    assert not answer.abstained
+    assert answer.answer.startswith("Across benchmarks")
+    assert "one to three orders of magnitude speedups" in answer.answer
+
+
+@pytest.mark.parametrize(
+    ("question", "gap"),
+    [
+        ("which problem does demo solve", "a severe communication bottleneck"),
+        ("what problem does the gpu dp paper address", "has long hindered scalability"),
+        ("what problem does spo address", "suffer from critical flaws"),
+    ],
+)
+def test_the_problem_asked_of_a_paper_is_its_gap_sentence(
+    seeded: Assistant, question: str, gap: str
+) -> None:
+    """Read as a name asked for, 'what problem does X solve' quoted a sentence with names
+    (OFMU's results); the sentence naming the gap ('However, ...', 'a bottleneck') leads."""
+    answer = seeded.ask(question)
+    assert not answer.abstained
+    first = answer.answer.split(" [1]")[0]
+    assert gap in first, answer.answer
+
+
 def test_digits_inside_links_are_no_figure() -> None:
     assert not reports_figure(
         r"The code is available at \url{https://anonymous.4open.science/r/BoRA}."

@@ -8,6 +8,7 @@ records what it was asked (the real llama.cpp path is in tests/test_llm_llamacpp
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -359,3 +360,27 @@ def test_short_questions_in_a_neighbouring_language_are_told_by_their_words(
     question: str, code: str
 ) -> None:
     assert language.detect(question) == code
+
+
+def test_a_cognate_does_not_depend_on_the_hash_seed() -> None:
+    """'dynamik' has two English forms in the index ('dynamic' and 'dynamics'): which one
+    the gloss chose followed the process's hash seed, and with it the second source."""
+    import subprocess
+    import sys
+
+    script = (
+        "from rag.question.translate import _closest, _latin_table\n"
+        "words = {'dynamic': 5, 'dynamics': 5, 'robust': 3}\n"
+        "print(_closest('dynamik', 'de', words, _latin_table()[1].get('de', [])))\n"
+    )
+    chosen = {
+        subprocess.run(
+            [sys.executable, "-c", script],
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        for seed in range(8)
+    }
+    assert len(chosen) == 1 and chosen <= {"dynamic", "dynamics"}, chosen

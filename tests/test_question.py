@@ -92,6 +92,11 @@ def test_venue_aliases_and_statuses_compare_one_way() -> None:
         ("how many papers are about RL for LLM reasoning", "count", None, True),
         ("which benchmark does SPO use", "lookup", "entity", False),
         ("low-rank adapters for fine-tuning", "lookup", None, False),
+        ("which problem does demo solve", "lookup", "problem", False),
+        ("what's the motivation for bora", "lookup", "problem", False),
+        ("what is the main limitation of sam that csam fixes", "lookup", "problem", False),
+        ("what is the wahba problem", "definition", None, False),  # a thing to define
+        ("wahba problem su(2)", "lookup", None, False),  # a topic, nothing asked of it
     ],
 )
 def test_intent(question: str, intent: str, wants: str | None, plural: bool) -> None:

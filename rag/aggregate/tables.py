@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from rag.answering.extractive import GAP
 from rag.question.reading import NAME
 from rag.text import split_sentences
 from rag.types import normalise_text
@@ -26,12 +27,7 @@ MAX_WORDS = 42  # a longer sentence is cut to its opening clauses (and its figur
 OPENING = 28  # words of opening clauses kept from a long sentence
 
 _CUES = {
-    "problem": re.compile(
-        r"\b(however|challeng\w*|problems?|limit\w*|suffer\w*|remains?|bottleneck|difficult\w*|"
-        r"hinder\w*|gap|costly|expensive|unclear|poorly understood|vulnerab\w*|struggle\w*|"
-        r"obstacle|fail\w*|lack\w*|overlook\w*|yet)\b",
-        re.I,
-    ),
+    "problem": GAP,
     "method": re.compile(
         r"\b(we (?:propose|introduce|present|develop|design|devise|build)|this (?:paper|work) "
         r"(?:proposes|introduces|presents|develops)|(?:coined|dubbed|termed) as)\b",

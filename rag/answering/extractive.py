@@ -6,6 +6,7 @@ What a question asks for (its `Query`, rag/question/reading.py) decides what a g
   - a figure ("how much / how many / what speedup ...") wants a sentence with a number;
   - "which dataset / benchmark / model ..." wants a named thing the question does not
     already contain ("MT-Bench", "Qwen3-8B");
+  - "what problem does X solve" wants the sentence naming the gap ("However, ...");
   - "which papers ..." (and comparisons, counts) gets one line per paper, its key finding;
   - a yes/no question starts with the deciding sentence (the closest one), not with
     the abstract's order;
@@ -51,14 +52,19 @@ MAX_SOURCES = {False: 2, True: 5}
 FOLLOW_UP_DETAIL = 3.0
 FOLLOW_UP_OVERLAP = 0.6
 
-# A reported figure: "7.4%", "2.5x", "300M", "1/4", "billions of" (not "(i)", "$n$" or
-# the "2D" / "3D" of a dimension).
+# A reported figure: "7.4%", "2.5x", "300M", "1/4", "billions of", a magnitude written in
+# words ("one to three orders of magnitude", "an order of magnitude", "twofold", "ten-fold";
+# not "k-fold"), or a bare count word ("three", a figure only where a count is asked);
+# not "(i)", "$n$" or the "2D" / "3D" of a dimension.
+_COUNT_WORDS = "two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty"
 _FIGURE = re.compile(
     r"(?<![\w$^_{\-])\d+(?:[.,/]\d+)*\s*(?:%|\\%|x\b|×|[KMB]\b)?(?![a-z])|\b(?:hundreds|thousands|"
-    r"millions|billions|dozens) of\b|\b(?:two|three|four|five|six|seven|eight|nine|ten|"
-    r"eleven|twelve|twenty)\b",
+    rf"millions|billions|dozens) of\b|\b(?:an?|one|{_COUNT_WORDS}|several|\d+)(?:\s*(?:to|-|–)\s*"
+    rf"(?:{_COUNT_WORDS}|\d+))?\s+orders? of magnitude\b|\b(?:{_COUNT_WORDS}|hundred|thousand)"
+    rf"-?fold\b|\b(?:{_COUNT_WORDS})\b",
     re.I,
 )
+_BARE_COUNT = re.compile(rf"(?:{_COUNT_WORDS})", re.I)
 _MATH = re.compile(r"\$[^$]*\$")
 # A link: its digits are no figure ('https://anonymous.4open.science/r/BoRA').
 _LINK = re.compile(r"\\url\{[^}]*\}|https?://\S+|\bwww\.\S+")
@@ -74,6 +80,16 @@ _CONTRIBUTION = re.compile(
     r"\b(we (propose|introduce|present|develop|show|prove|demonstrate|derive|establish|design)"
     r"|our (method|approach|algorithm|framework|results?|experiments?|analysis)"
     r"|this (paper|work) (proposes|introduces|presents|shows)|achiev\w*|outperform\w*)\b",
+    re.I,
+)
+
+# A sentence naming the gap a paper closes ('However, ...', 'a central challenge'): what a
+# 'what problem does X solve' question wants, and a comparison's problem column
+# (rag/aggregate/tables.py).
+GAP = re.compile(
+    r"\b(however|challeng\w*|problems?|limit\w*|suffer\w*|remains?|bottleneck|difficult\w*|"
+    r"hinder\w*|gap|costly|expensive|unclear|poorly understood|vulnerab\w*|struggle\w*|"
+    r"obstacle|fail\w*|lack\w*|overlook\w*|yet)\b",
     re.I,
 )
 
@@ -95,17 +111,19 @@ _INTRODUCES = re.compile(
 
 
 def evidence(query: Query, sentence: str) -> int:
-    """Count what a sentence offers of the kind asked for: figures, or names the
-    question does not already mention ('MT-Bench', 'Qwen3-8B')."""
+    """Count what a sentence offers of the kind asked for: figures, names the question does
+    not already mention ('MT-Bench', 'Qwen3-8B'), or words that name a gap."""
     if query.wants == "number":
         counts = query.asks_count_of_things  # 'how many layers': 'three' answers it
         prose = _ENUMERATOR.sub(" ", _MATH.sub(" ", _LINK.sub(" ", sentence)))
-        found = [m for m in _FIGURE.findall(prose) if counts or not m.strip().isalpha()]
+        found = [m for m in _FIGURE.findall(prose) if counts or not _BARE_COUNT.fullmatch(m)]
         maths = _MATH.findall(sentence)
         found += [f for m in maths for f in _MATH_FIGURE.findall(m)]
         if _ASKS_RATE.search(query.english):  # a rate or bound is written in math
             found += [m for m in maths if _ASYMPTOTIC.search(m)]
         return len(found)
+    if query.wants == "problem":  # the gap, not the remedy ('To address these, we propose')
+        return max(0, min(3, len(GAP.findall(sentence))) - bool(_CONTRIBUTION.search(sentence)))
     if query.wants == "entity":
         asked = query.english.casefold()
         return len({n for n in NAME.findall(sentence) if n.casefold() not in asked})
@@ -116,7 +134,7 @@ def reports_figure(text: str, counts: bool = False) -> bool:
     """Tell whether a text reports a figure: '7.4%', '2.5x', '$O(1/n)$'; with `counts`,
     also a spelled-out count ('three datasets'). Enumerators like '(1)' are not figures."""
     for match in _FIGURE.finditer(_ENUMERATOR.sub(" ", _LINK.sub(" ", text))):
-        if counts or match.group()[:1].isdigit():
+        if counts or not _BARE_COUNT.fullmatch(match.group()):
             return True
     return bool(_MATH.search(text))
 

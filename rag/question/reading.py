@@ -56,6 +56,8 @@ from rag.lexicon import (
     NOT_COUNTED,
     ORDINAL_REFS,
     PLURAL_NOUNS,
+    PREPOSITIONS,
+    PROBLEM_NOUNS,
     REFERS_BACK,
     REJECTED,
     SCOPE_PAPER_NOUNS,
@@ -127,7 +129,8 @@ class Query:
     read_scope: Filters = field(default_factory=Filters)  # the scope read from the question
     scope_spans: tuple[str, ...] = ()  # the words the scope was read from ("ICLR 2026")
     intent: str = "lookup"  # definition | figure | papers | comparison | yes_no | count | lookup
-    wants: str | None = None  # what an answer sentence must hold: "number", "entity" or None
+    # what an answer sentence must hold: "number", "entity", "problem" (the gap) or None
+    wants: str | None = None
     plural: bool = False  # asks for several papers
     terms: tuple[str, ...] = ()  # distinctive terms: names, quoted phrases, numbers
     language: str = "en"  # ISO 639-1, of the question as typed
@@ -336,7 +339,9 @@ def read(question: str, vocabulary: Vocabulary | None = None) -> Query:
     wants = None
     if intent == "figure":
         wants = "number"
-    elif _asks_entity(text) and not plural and intent != "definition":
+    elif not plural and _asks_gap(text, intent):
+        wants, intent = "problem", "lookup"
+    elif _asks_for(text, ENTITY_NOUNS) and not plural and intent != "definition":
         wants = "entity"
     refers = refers_back(question)
     subject = subject_of(text) if intent == "definition" else ""
@@ -539,9 +544,24 @@ def _columns_in(text: str) -> tuple[str, ...]:
     return tuple(name for name, asking in COLUMN_WORDS.items() if asking & words)
 
 
-def _asks_entity(text: str) -> bool:
-    """'which datasets did it use', 'what kind of benchmark ...': 'which' or 'what', then a
-    thing to be named within a few words of it (lexicon's ENTITY_NOUNS), in one clause."""
+def _asks_gap(text: str, intent: str) -> bool:
+    """'which problem does DeMo solve', 'what's the motivation for BoRA', 'what is the main
+    limitation of SAM': the gap a paper closes is asked for. A definition asks it when its
+    subject is one of PROBLEM_NOUNS (its first or second word) with a preposition after
+    it: 'the wahba problem' is a thing to define."""
+    if intent != "definition":
+        return _asks_for(text, PROBLEM_NOUNS)
+    words = subject_of(text).casefold().split()
+    return any(
+        w in PROBLEM_NOUNS and i + 1 < len(words) and words[i + 1] in PREPOSITIONS
+        for i, w in enumerate(words[:2])
+    )
+
+
+def _asks_for(text: str, nouns: frozenset[str]) -> bool:
+    """'which datasets did it use', 'what kind of benchmark ...': 'which' or 'what', then
+    one of `nouns` within a few words of it (lexicon's ENTITY_NOUNS: a thing to be named;
+    PROBLEM_NOUNS: the gap a paper closes), in one clause."""
     toks = tokens(text)
     for i, token in enumerate(toks):
         if token.key not in WHICH:
@@ -549,7 +569,7 @@ def _asks_entity(text: str) -> bool:
         for later in toks[i + 1 :]:
             if later.text == "?" or later.start - token.end > ENTITY_REACH:
                 break
-            if later.key in ENTITY_NOUNS:
+            if later.key in nouns:
                 return True
     return False
 

@@ -503,13 +503,13 @@ def _closest(
     if len(word) < 4:
         return None
     cutoff = COMMON_RATIO if _common(word, code) else COGNATE_RATIO
-    forms = {word}
-    for ending, english in endings:
-        if word.endswith(ending):
-            forms.add(word[: -len(ending)] + english)
+    # In a fixed order (the word, then its endings' forms as listed): as a set, the first
+    # form found depended on the process's hash seed ('dynamik': 'dynamic' or 'dynamics').
+    forms = [word, *(word[: -len(e)] + english for e, english in endings if word.endswith(e))]
     if code == "es" and re.match(r"es[^aeiou]", word):
-        forms |= {f[1:] for f in forms}  # 'especulativo' ~ 'speculative'
-    forms |= {f.replace("k", "c").replace("z", "c") for f in forms}  # 'konflikt' ~ 'conflict'
+        forms += [f[1:] for f in forms]  # 'especulativo' ~ 'speculative'
+    forms += [f.replace("k", "c").replace("z", "c") for f in forms]  # 'konflikt' ~ 'conflict'
+    forms = list(dict.fromkeys(forms))
     for form in forms:
         if form in words:
             return form
