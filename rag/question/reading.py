@@ -337,14 +337,14 @@ def read(question: str, vocabulary: Vocabulary | None = None) -> Query:
         compared, columns, topic = comparison_of(text)
     plural = intent in ("papers", "count", "comparison") or bool(PLURAL_NOUNS & _words(text))
     wants = None
+    subject = subject_of(text) if intent == "definition" else ""
     if intent == "figure":
         wants = "number"
-    elif not plural and _asks_gap(text, intent):
-        wants, intent = "problem", "lookup"
+    elif not plural and _asks_gap(text, subject):
+        wants, intent, subject = "problem", "lookup", ""
     elif _asks_for(text, ENTITY_NOUNS) and not plural and intent != "definition":
         wants = "entity"
     refers = refers_back(question)
-    subject = subject_of(text) if intent == "definition" else ""
     terms = distinctive_terms(text)
     if subject and " " not in subject and len(subject) > 2 and subject.casefold() not in STOP:
         terms = tuple(dict.fromkeys((*terms, subject)))  # 'what is altgda' -> altgda
@@ -544,14 +544,14 @@ def _columns_in(text: str) -> tuple[str, ...]:
     return tuple(name for name, asking in COLUMN_WORDS.items() if asking & words)
 
 
-def _asks_gap(text: str, intent: str) -> bool:
+def _asks_gap(text: str, subject: str) -> bool:
     """'which problem does DeMo solve', 'what's the motivation for BoRA', 'what is the main
-    limitation of SAM': the gap a paper closes is asked for. A definition asks it when its
-    subject is one of PROBLEM_NOUNS (its first or second word) with a preposition after
-    it: 'the wahba problem' is a thing to define."""
-    if intent != "definition":
+    limitation of SAM': the gap a paper closes is asked for. A definition (its `subject`
+    read) asks it when the subject's first or second word is one of PROBLEM_NOUNS with a
+    preposition after it: 'the wahba problem' is a thing to define."""
+    if not subject:
         return _asks_for(text, PROBLEM_NOUNS)
-    words = subject_of(text).casefold().split()
+    words = subject.casefold().split()
     return any(
         w in PROBLEM_NOUNS and i + 1 < len(words) and words[i + 1] in PREPOSITIONS
         for i, w in enumerate(words[:2])
