@@ -38,13 +38,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--batch", type=int, default=2048)
     parser.add_argument("--dim", type=int, default=384)
     parser.add_argument("--dir", type=Path, required=True, help="a new folder for the collection")
+    parser.add_argument(
+        "--shard",
+        type=int,
+        default=0,
+        help="start a new collection every this many chunks (0: one collection)",
+    )
     args = parser.parse_args(argv)
 
     import chromadb
 
-    collection = chromadb.PersistentClient(path=str(args.dir)).get_or_create_collection(
-        "chunks", metadata=dict(HNSW)
-    )
+    client = chromadb.PersistentClient(path=str(args.dir))
+    collection = client.get_or_create_collection("chunks", metadata=dict(HNSW))
     rng = np.random.default_rng(0)
     words = np.array([f"w{i}" for i in range(30_000)])
     added, since, cpu, wall = 0, 0, 0.0, 0.0
@@ -57,6 +62,8 @@ def main(argv: list[str] | None = None) -> None:
         fields = json.dumps({"title": "x" * 80, "year": 2026})
         metadatas: list[Any] = [{"paper_id": i.split(":")[0], "f": fields} for i in ids]
         c0, w0 = cpu_seconds(), time.perf_counter()
+        if args.shard and added and added % args.shard < args.batch:
+            collection = client.get_or_create_collection(f"chunks-{added}", metadata=dict(HNSW))
         collection.add(ids=ids, embeddings=vectors, documents=docs, metadatas=metadatas)
         cpu += cpu_seconds() - c0
         wall += time.perf_counter() - w0

@@ -117,7 +117,16 @@ def test_two_processes_query_one_server_concurrently(
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize(
+    "layout",
+    [
+        {"collection": "server-test"},
+        # collections of 20 chunks, written 4 papers at a time: 5 or more on the server
+        {"collection": "server-shards", "shard_chunks": 20, "ingest_batch": 4},
+    ],
+)
 def test_past_ann_min_rows_the_server_searches_and_no_vector_is_pulled(
+    layout: dict[str, object],
     chroma_url: str,
     settings_factory: Callable[..., Settings],
     fake_embedder: HashEmbedder,
@@ -129,9 +138,10 @@ def test_past_ann_min_rows_the_server_searches_and_no_vector_is_pulled(
 
     monkeypatch.setattr(retrieve, "SERVED_NAMED_MAX", 10)  # 2024 names its chunks, 2026 not
 
-    local = settings_factory(chroma_url=chroma_url, collection="server-test")
+    local = settings_factory(chroma_url=chroma_url, **layout)
     Assistant(local, fake_embedder).ingest([BUNDLED_CORPUS, FIXTURES / "records.csv"])
     exact = Assistant(local, fake_embedder)  # pulls the vectors, searches them exactly
+    assert len(exact.store.shards) >= (5 if "shard_chunks" in layout else 1)
     elsewhere = {"ann_min_rows": 0, "index_dir": tmp_path / "instance"}  # another machine
     served = Assistant(local.model_copy(update=elsewhere), fake_embedder)
     questions = ["speculative decoding latency", "which papers prune kv caches?", "graph rewiring"]

@@ -1,9 +1,12 @@
 """Chunks + embeddings <-> Chroma: the only module that talks to Chroma.
 
-One collection holds every chunk: its id is "<paper_id>#<i>", its metadata its paper's id
-and, packed as one JSON string, the chunk's own text and the paper's fields (so a
-server-mode index needs nothing else).
-The collection records the embedding model; opening it with another is an error.
+A chunk's id is "<paper_id>#<i>", its metadata its paper's id and, packed as one JSON
+string, the chunk's own text and the paper's fields (so a server-mode index needs nothing
+else). The chunks live in one collection until it holds RAG_SHARD_CHUNKS, then in
+further ones ("<collection>-shard1", ...) written in turn: a Chroma insert costs more the
+larger its collection (its HNSW graph), so bounded collections keep an ingest linear.
+The first collection records the embedding model (opening it with another is an error),
+the version stamp and how many collections there are.
 
 `Catalog` is the in-memory view of what is stored (ids, texts, paper metadata), loaded in
 pages once per process: the ingest diff and BM25 both read it instead of asking Chroma.
@@ -14,7 +17,7 @@ as incomplete (fewer than `n_chunks` chunks) and redone by the next ingest.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
@@ -45,6 +48,7 @@ PACKED_KEY = "rag"
 TEXT_KEY = "text"  # the chunk's text inside the packed JSON (a key of its own until 2026-12)
 FAMILY_KEY = "embed_family"  # collection metadata: "fp32" or "int8" (rag/embedding/backends.py)
 STAMP_KEY = "rag_stamp"  # collection metadata: changes with every write (see rag/store/snapshot.py)
+SHARDS_KEY = "rag_shards"  # the first collection's metadata: collections holding chunks
 
 
 class StoreError(RagError, RuntimeError):
@@ -252,10 +256,21 @@ def paper_from_metadata(meta: dict[str, Any], abstract: str) -> Paper:
 
 @dataclass(frozen=True)
 class Peek:
-    """An embedded index's collection as its SQLite file records it, read without Chroma."""
+    """An embedded index's collections as its SQLite file records them, read without Chroma."""
 
-    metadata: dict[str, Any]
-    count: int | None  # chunks; None while Chroma's log holds writes not applied yet
+    metadata: dict[str, Any]  # the first collection's
+    count: int | None  # chunks of every collection; None while Chroma's log holds writes
+
+
+def shard_name(collection: str, k: int) -> str:
+    """The name of the index's k-th collection: 'abstracts', 'abstracts-shard1', ..."""
+    return collection if k == 0 else f"{collection}-shard{k}"
+
+
+def shard_count(metadata: Mapping[str, Any]) -> int:
+    """How many collections the first collection's metadata says hold chunks (at least 1)."""
+    value = metadata.get(SHARDS_KEY)
+    return value if isinstance(value, int) and value > 1 else 1
 
 
 def peek(settings: Settings) -> Peek | None:
@@ -274,43 +289,52 @@ def peek(settings: Settings) -> Peek | None:
     try:
         db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=2)
         try:
-            found = db.execute(
-                "SELECT id FROM collections WHERE name = ?", (settings.collection,)
-            ).fetchall()
-            if len(found) != 1:
+            found = _collection_id(db, settings.collection)
+            if found is None:
                 return None
-            (collection,) = found[0]
             metadata: dict[str, Any] = {}
             for key, text, integer, real, flag in db.execute(
                 "SELECT key, str_value, int_value, float_value, bool_value "
                 "FROM collection_metadata WHERE collection_id = ?",
-                (collection,),
+                (found,),
             ):
                 values = (text, integer, real, flag)
                 metadata[key] = next((v for v in values if v is not None), None)
-            # Chunks the metadata segment holds, trusted only when it has applied every
-            # write Chroma's log holds for the collection.
-            segment = db.execute(
-                "SELECT s.id, m.seq_id FROM segments s LEFT JOIN max_seq_id m "
-                "ON m.segment_id = s.id WHERE s.collection = ? AND s.scope = 'METADATA'",
-                (collection,),
-            ).fetchall()
-            logged = db.execute(
-                "SELECT MAX(seq_id) FROM embeddings_queue WHERE topic LIKE ?",
-                (f"%{collection}",),
-            ).fetchone()[0]
-            count = None
-            if len(segment) == 1 and (logged is None or segment[0][1] == logged):
-                count = int(
-                    db.execute(
-                        "SELECT COUNT(*) FROM embeddings WHERE segment_id = ?", (segment[0][0],)
-                    ).fetchone()[0]
-                )
+            count: int | None = 0
+            for k in range(shard_count(metadata)):
+                shard = found if k == 0 else _collection_id(db, shard_name(settings.collection, k))
+                held = 0 if shard is None else _peek_count(db, shard)  # not created yet: empty
+                count = None if count is None or held is None else count + held
             return Peek(metadata, count)
         finally:
             db.close()
     except (sqlite3.Error, ValueError, TypeError):
         return None
+
+
+def _collection_id(db: Any, name: str) -> str | None:
+    found = db.execute("SELECT id FROM collections WHERE name = ?", (name,)).fetchall()
+    return found[0][0] if len(found) == 1 else None
+
+
+def _peek_count(db: Any, collection: str) -> int | None:
+    """Chunks the collection's metadata segment holds, trusted only when it has applied
+    every write Chroma's log holds for the collection (else None)."""
+    segment = db.execute(
+        "SELECT s.id, m.seq_id FROM segments s LEFT JOIN max_seq_id m "
+        "ON m.segment_id = s.id WHERE s.collection = ? AND s.scope = 'METADATA'",
+        (collection,),
+    ).fetchall()
+    logged = db.execute(
+        "SELECT MAX(seq_id) FROM embeddings_queue WHERE topic LIKE ?", (f"%{collection}",)
+    ).fetchone()[0]
+    if len(segment) != 1 or (logged is not None and segment[0][1] != logged):
+        return None
+    return int(
+        db.execute(
+            "SELECT COUNT(*) FROM embeddings WHERE segment_id = ?", (segment[0][0],)
+        ).fetchone()[0]
+    )
 
 
 def _collection_metadata(settings: Settings) -> dict[str, Any] | None:
@@ -325,10 +349,11 @@ def _collection_metadata(settings: Settings) -> dict[str, Any] | None:
 
 
 class Store:
-    """A Chroma collection of chunks, embedded locally on disk or on a Chroma server.
+    """The Chroma collections of an index's chunks, embedded locally on disk or on a Chroma
+    server (one collection up to RAG_SHARD_CHUNKS chunks, then more: the module docstring).
 
-    An existing embedded collection is opened in Chroma only when something needs Chroma
-    (a write, or reading chunks the snapshot lacks): its metadata, version stamp and count
+    An existing embedded index is opened in Chroma only when something needs Chroma (a
+    write, or reading chunks the snapshot lacks): its metadata, version stamp and count
     are read from its SQLite file meanwhile (`peek`), so answering from the snapshot never
     imports chromadb."""
 
@@ -342,7 +367,8 @@ class Store:
         if family:
             self._created[FAMILY_KEY] = family
         self._client: Any = None
-        self._collection: Any = None
+        self._shards: list[Any] = []  # the opened collections, the first one first
+        self._last_count: int | None = None  # chunks in the last collection (writes add)
         peeked = peek(settings)
         if peeked is not None and peeked.metadata.get("embed_model"):
             metadata = peeked.metadata
@@ -359,25 +385,39 @@ class Store:
 
     @property
     def collection(self) -> Any:
-        """The Chroma collection (opened, or created, on first use)."""
-        if self._collection is None:
-            self._open()
-        return self._collection
+        """The first Chroma collection (opened, or created, on first use): it holds the
+        index's metadata, and its first RAG_SHARD_CHUNKS chunks."""
+        return self.shards[0]
+
+    @property
+    def shards(self) -> list[Any]:
+        """Every collection holding the index's chunks, the first one first (opened on
+        first use; one the metadata names but a crash left uncreated is created empty)."""
+        if not self._shards:
+            first = self._open(self.settings.collection, create=True)
+            count = shard_count(first.metadata or {})
+            self._shards = [first] + [
+                self._open(shard_name(self.settings.collection, k), create=True)
+                for k in range(1, count)
+            ]
+        return self._shards
 
     @property
     def opened(self) -> bool:
-        """Whether this process has opened the collection in Chroma."""
-        return self._collection is not None
+        """Whether this process has opened the index in Chroma."""
+        return bool(self._shards)
 
-    def _open(self) -> None:
+    def _open(self, name: str, create: bool) -> Any:
         try:
-            self._collection = self.client.get_or_create_collection(
-                self.settings.collection, metadata=self._created, embedding_function=None
-            )
+            if create:
+                return self.client.get_or_create_collection(
+                    name, metadata=self._created, embedding_function=None
+                )
+            return self.client.get_collection(name, embedding_function=None)
         except StoreError:
             raise
         except Exception as exc:  # chromadb raises many types; name the place either way
-            raise StoreError(f"cannot open collection at {self.location}: {exc}") from exc
+            raise StoreError(f"cannot open collection {name} at {self.location}: {exc}") from exc
 
     def _check(self, metadata: dict[str, Any], family: str | None) -> None:
         embed_model = self.embed_model
@@ -398,18 +438,18 @@ class Store:
             )
 
     def count(self) -> int:
-        """Count chunks in the collection."""
+        """Count the index's chunks (every collection's)."""
         if not self.opened:
             peeked = peek(self.settings)
             if peeked is not None and peeked.count is not None:
                 return peeked.count
         try:
-            return int(self.collection.count())
+            return sum(int(shard.count()) for shard in self.shards)
         except Exception as exc:
             raise StoreError(f"cannot read the index at {self.location}: {exc}") from None
 
     def stamp(self) -> str | None:
-        """The collection's version stamp, read afresh (another process may have set it)."""
+        """The index's version stamp, read afresh (another process may have set it)."""
         if not self.opened:
             peeked = peek(self.settings)
             if peeked is not None:
@@ -425,7 +465,11 @@ class Store:
         return value if isinstance(value, str) and value else None
 
     def set_stamp(self, stamp: str) -> None:
-        """Record a new version stamp in the collection's metadata, keeping its other keys.
+        """Record a new version stamp in the index's metadata, keeping its other keys."""
+        self._set_metadata(STAMP_KEY, stamp)
+
+    def _set_metadata(self, key: str, value: Any) -> None:
+        """Set one key of the first collection's metadata, keeping the others.
 
         Chroma's `modify` replaces the whole metadata and refuses the "hnsw:" keys in it, so
         they drop out of the metadata; the distance and the graph's settings live in the
@@ -436,7 +480,7 @@ class Store:
                 self.settings.collection, embedding_function=None
             ).metadata
             metadata = {k: v for k, v in (current or {}).items() if not k.startswith("hnsw:")}
-            metadata[STAMP_KEY] = stamp
+            metadata[key] = value
             self.collection.modify(metadata=metadata)
         except Exception as exc:  # e.g. a full disk
             raise StoreError(f"cannot write to the index at {self.location}: {exc}") from None
@@ -444,35 +488,82 @@ class Store:
     def load_catalog(self) -> Catalog:
         """Read every chunk (texts and metadata) in pages and group them by paper."""
         rows: list[tuple[str, str, dict[str, Any]]] = []
+        for shard in self.shards:
+            for page in self._pages(shard, ["documents", "metadatas"]):
+                metas = page["metadatas"] or []
+                docs = page["documents"] or [None] * len(metas)
+                rows.extend(
+                    (cid, *unpacked_metadata(meta, doc))
+                    for cid, doc, meta in zip(page["ids"], docs, metas, strict=True)
+                )
+        return _build_catalog(rows)
+
+    def _pages(self, shard: Any, include: list[str]) -> Iterator[dict[str, Any]]:
+        """A collection's chunks, PAGE at a time."""
         offset = 0
         while True:
             try:
-                page = self.collection.get(
-                    include=["documents", "metadatas"], limit=PAGE, offset=offset
-                )
+                page = shard.get(include=include, limit=PAGE, offset=offset)
             except Exception as exc:  # e.g. a full disk blocks Chroma's compaction
                 raise StoreError(f"cannot read the index at {self.location}: {exc}") from None
-            metas = page["metadatas"] or []
-            docs = page["documents"] or [None] * len(metas)
-            rows.extend(
-                (cid, *unpacked_metadata(meta, doc))
-                for cid, doc, meta in zip(page["ids"], docs, metas, strict=True)
-            )
+            yield page
             if len(page["ids"]) < PAGE:
-                break
+                return
             offset += PAGE
-        return _build_catalog(rows)
+
+    def _holding(
+        self, ids: Sequence[str], shards: Sequence[Any] | None = None
+    ) -> Iterator[tuple[Any, list[str]]]:
+        """(collection, the given ids it holds) for each of `shards` (default: every
+        collection) holding any of them; with one collection, it and every id, unasked."""
+        shards = self.shards if shards is None else shards
+        if len(self.shards) == 1:
+            yield from ((shard, list(ids)) for shard in shards)
+            return
+        for shard in shards:
+            held: list[str] = []
+            for start in range(0, len(ids), PAGE):
+                try:
+                    held += shard.get(ids=list(ids[start : start + PAGE]), include=[])["ids"]
+                except Exception as exc:
+                    raise StoreError(f"cannot read the index at {self.location}: {exc}") from None
+            if held:
+                yield shard, held
+
+    def _target(self, adding: int) -> Any:
+        """The collection `adding` new chunks go to: the last one, or a new one when they
+        would take the last one past RAG_SHARD_CHUNKS (recorded in the first collection's metadata before it is made,
+        so a crash in between leaves a name to create, never chunks nobody reads)."""
+        shards = self.shards
+        if self._last_count is None:
+            self._last_count = int(shards[-1].count())
+        limit = self.settings.shard_chunks
+        if limit and self._last_count and self._last_count + adding > limit:
+            self._set_metadata(SHARDS_KEY, len(shards) + 1)
+            shards.append(self._open(shard_name(self.settings.collection, len(shards)), True))
+            self._last_count = 0
+        return shards[-1]
 
     def write(self, items: Sequence[tuple[Paper, Chunk]], vectors: np.ndarray) -> None:
-        """Upsert chunks with their vectors (one call: all of a paper's chunks land together)."""
+        """Upsert chunks with their vectors (one call: all of a paper's chunks land together)
+        into the last collection; a chunk an earlier collection holds is deleted there
+        first (a crash in between leaves its paper incomplete, which the next ingest redoes)."""
         if not items:
             return
+        ids = [c.chunk_id for _, c in items]
         try:
-            self.collection.upsert(
-                ids=[c.chunk_id for _, c in items],
+            target = self._target(len(ids))
+            if len(self.shards) > 1:
+                for shard, held in self._holding(ids, self.shards[:-1]):
+                    shard.delete(ids=held)
+            target.upsert(
+                ids=ids,
                 embeddings=vectors,  # numpy as it is: no per-float Python list
                 metadatas=[packed_metadata(p, c) for p, c in items],
             )
+            self._last_count = (self._last_count or 0) + len(ids)  # at most: some were there
+        except StoreError:
+            raise
         except Exception as exc:
             raise StoreError(f"cannot write to the index at {self.location}: {exc}") from exc
 
@@ -480,47 +571,46 @@ class Store:
         """Rewrite metadata only (e.g. new sources), without re-embedding."""
         if not items:
             return
+        packed = {c.chunk_id: packed_metadata(p, c) for p, c in items}
         try:
-            self.collection.update(
-                ids=[c.chunk_id for _, c in items],
-                metadatas=[packed_metadata(p, c) for p, c in items],
-            )
+            for shard, held in self._holding(list(packed)):
+                shard.update(ids=held, metadatas=[packed[i] for i in held])
         except Exception as exc:
             raise StoreError(f"cannot write to the index at {self.location}: {exc}") from exc
 
     def delete(self, ids: Iterable[str]) -> None:
         """Delete chunks by id."""
-        ids = list(ids)
-        for start in range(0, len(ids), PAGE):
-            self.collection.delete(ids=ids[start : start + PAGE])
+        for shard, held in self._holding(list(ids)):
+            for start in range(0, len(held), PAGE):
+                shard.delete(ids=held[start : start + PAGE])
 
     def vectors(self, ids: Sequence[str] | None = None) -> tuple[list[str], np.ndarray]:
         """(chunk ids, their stored vectors as float32 rows): the given chunks, or every
         chunk read in pages (31k chunks: ~1 s)."""
         found: list[str] = []
         rows: list[np.ndarray] = []
-        offset = 0
         if ids is not None and not ids:  # Chroma refuses an empty id list
             return found, np.zeros((0, 0), dtype=np.float32)
-        while True:
-            try:
-                if ids is None:
-                    page = self.collection.get(include=["embeddings"], limit=PAGE, offset=offset)
-                else:
-                    page = self.collection.get(
-                        ids=list(ids[offset : offset + PAGE]), include=["embeddings"]
-                    )
-            except Exception as exc:
-                raise StoreError(f"cannot read the index at {self.location}: {exc}") from None
+        if ids is None:
+            pages = (page for shard in self.shards for page in self._pages(shard, ["embeddings"]))
+        else:
+            pages = (
+                self._get(shard, held[start : start + PAGE])
+                for shard, held in self._holding(ids)
+                for start in range(0, len(held), PAGE)
+            )
+        for page in pages:
             found.extend(page["ids"])
             if page["ids"]:
                 rows.append(np.asarray(page["embeddings"], dtype=np.float32))
-            offset += PAGE
-            if (ids is None and len(page["ids"]) < PAGE) or (
-                ids is not None and offset >= len(ids)
-            ):
-                break
         return found, np.concatenate(rows) if rows else np.zeros((0, 0), dtype=np.float32)
+
+    def _get(self, shard: Any, ids: list[str]) -> dict[str, Any]:
+        """These chunks' vectors from one collection."""
+        try:
+            return dict(shard.get(ids=ids, include=["embeddings"]))
+        except Exception as exc:
+            raise StoreError(f"cannot read the index at {self.location}: {exc}") from None
 
     def paper_vectors(self, papers: Collection[str] | None = None) -> tuple[list[str], np.ndarray]:
         """One unit vector per paper, the mean of its chunks' vectors (with per-paper
@@ -533,34 +623,36 @@ class Store:
         """Cosine similarity of the query to the given chunks (vectors are unit length)."""
         if not ids:
             return []
-        try:
-            got = self.collection.get(ids=ids, include=["embeddings"])
-        except Exception as exc:
-            raise StoreError(f"cannot read the index at {self.location}: {exc}") from None
-        found = dict(zip(got["ids"], np.asarray(got["embeddings"], dtype=np.float32), strict=True))
+        found_ids, matrix = self.vectors(ids)
+        found = dict(zip(found_ids, matrix, strict=True))
         return [float(found[i] @ vector) if i in found else 0.0 for i in ids]
 
     def nearest(
         self, vector: np.ndarray, depth: int, ids: Sequence[str] | None = None
     ) -> list[tuple[str, float]]:
-        """The `depth` chunks nearest the query vector by Chroma's own HNSW index, best
-        first, with their cosine (`ids`: only among these). What a Chroma server searches
-        past RAG_ANN_MIN_ROWS, so an instance never pulls every vector for a question."""
+        """The `depth` chunks nearest the query vector by Chroma's own HNSW index (each
+        collection's, merged), best first, with their cosine (`ids`: only among these).
+        What a Chroma server searches past RAG_ANN_MIN_ROWS, so an instance never pulls
+        every vector for a question."""
         if ids is not None and not ids:
             return []
+        query = [np.asarray(vector, dtype=np.float32)]
+        searched = [(shard, None) for shard in self.shards] if ids is None else self._holding(ids)
+        hits: list[tuple[str, float]] = []
         try:
-            got = self.collection.query(
-                query_embeddings=[np.asarray(vector, dtype=np.float32)],
-                n_results=depth,
-                ids=list(ids) if ids is not None else None,
-                include=["distances"],
-            )
+            for shard, among in searched:  # Chroma refuses an id filter naming an id it lacks
+                got = shard.query(
+                    query_embeddings=query, n_results=depth, ids=among, include=["distances"]
+                )
+                hits += [  # cosine space: distance = 1 - cosine
+                    (cid, 1.0 - float(distance))
+                    for cid, distance in zip(got["ids"][0], got["distances"][0], strict=True)
+                ]
+        except StoreError:
+            raise
         except Exception as exc:
             raise StoreError(f"cannot search the index at {self.location}: {exc}") from None
-        return [
-            (cid, 1.0 - float(distance))  # cosine space: distance = 1 - cosine
-            for cid, distance in zip(got["ids"][0], got["distances"][0], strict=True)
-        ]
+        return sorted(hits, key=lambda hit: -hit[1])[:depth]
 
 
 def mean_per_paper(
