@@ -1,6 +1,7 @@
 """Chroma's own cost per added chunk as its collection grows (issue 25: is ingest linear?).
 
     python -m eval.chroma_growth --chunks 1000000 --dir /tmp/chroma-growth
+    python -m eval.chroma_growth --chunks 600000 --shard 200000 --dir /tmp/chroma-shards
 
 Adds batches of random unit vectors (384 dimensions, as all-MiniLM-L6-v2's), a 120-word
 document and the two metadata keys an ingest writes (`paper_id` and the packed fields)
@@ -9,7 +10,9 @@ to one persistent collection made with the index's HNSW settings
 whole process (Chroma's own threads included) and the wall time per chunk. Nothing of
 the project's pipeline runs: what grows here is Chroma's alone (its HNSW insert, SQLite
 rows and the full-text index). Random vectors are the HNSW's hardest case, so the
-absolute figures are above an ingest's; the growth is what to read.
+absolute figures are above an ingest's; the growth is what to read. With `--shard N` a
+new collection takes the chunks every N, as an index does past RAG_SHARD_CHUNKS
+(rag/store/index.py).
 """
 
 from __future__ import annotations

@@ -532,8 +532,9 @@ class Store:
 
     def _target(self, adding: int) -> Any:
         """The collection `adding` new chunks go to: the last one, or a new one when they
-        would take the last one past RAG_SHARD_CHUNKS (recorded in the first collection's metadata before it is made,
-        so a crash in between leaves a name to create, never chunks nobody reads)."""
+        would take the last one past RAG_SHARD_CHUNKS (recorded in the first collection's
+        metadata before it is made, so a crash in between leaves a name to create, never
+        chunks nobody reads)."""
         shards = self.shards
         if self._last_count is None:
             self._last_count = int(shards[-1].count())
