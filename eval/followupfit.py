@@ -106,7 +106,9 @@ def fit(
             "follow_ups": int(labels.sum()),
             "fitted": scores(labels, _decisions(model, rows)),
             "cross_validated": scores(labels, predicted),
-            "cross_validated_with_rule": scores(labels, predicted | _refers(rows)),
+            "cross_validated_with_rule": scores(
+                labels, (predicted | _refers(rows)) & ~_alone(rows)
+            ),
             "rule_alone": scores(labels, _refers(rows)),
         },
     )
@@ -131,6 +133,10 @@ def _fitted(rows: Sequence[dict[str, Any]], l2: float) -> Model:
 
 def _refers(rows: Sequence[dict[str, Any]]) -> np.ndarray:
     return np.array([followup.points_back(r["features"]) for r in rows], dtype=bool)
+
+
+def _alone(rows: Sequence[dict[str, Any]]) -> np.ndarray:
+    return np.array([followup.stands_alone(r["features"]) for r in rows], dtype=bool)
 
 
 def _decisions(model: Model, rows: Sequence[dict[str, Any]]) -> np.ndarray:

@@ -117,6 +117,20 @@ def test_a_count_over_the_venue_after_a_comparison_stands_alone(seeded: Assistan
     assert count.answer.startswith("**2 papers**")
 
 
+def test_a_list_over_the_collection_after_one_of_its_papers_stands_alone(
+    seeded: Assistant,
+) -> None:
+    """GTO holds every word of the second question, which still asks for every paper on
+    speculative decoding, not for GTO's details."""
+    chat = seeded.conversation()
+    chat.ask("what is gto", mode="extractive")
+    listed = chat.ask("which iclr 2026 papers do speculative decoding", mode="extractive")
+    assert not listed.follow_up and "gto" not in (listed.query or "").casefold()
+    assert len([s for s in listed.sources if s.cited]) == 2  # GTO and n-draft sampling
+    detail = chat.ask("which of them uses a draft tree?", mode="extractive")
+    assert detail.follow_up  # pointing back, it still leans on the list
+
+
 def test_a_detail_found_nowhere_alone_is_asked_of_the_paper_before(seeded: Assistant) -> None:
     chat = seeded.conversation()
     chat.ask("which paper speeds up dynamic programming with gpu kernels", mode="extractive")
