@@ -83,6 +83,7 @@ def test_readers_see_the_same_index_either_way(
     assert [cid for cid, _ in sharded.store.nearest(query, 5)] == exact  # merged, best first
     among = exact[2:] + ids_a[-3:]
     assert {cid for cid, _ in sharded.store.nearest(query, 3, among)} <= set(among)
+    assert sharded.store.nearest(query, 3, ["no-such-paper#0"]) == []
     for question in QUESTIONS:
         want, got = one.ask(question), sharded.ask(question)
         assert [s.paper_id for s in got.sources] == [s.paper_id for s in want.sources]

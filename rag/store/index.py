@@ -395,11 +395,10 @@ class Store:
         """Every collection holding the index's chunks, the first one first (opened on
         first use; one the metadata names but a crash left uncreated is created empty)."""
         if not self._shards:
-            first = self._open(self.settings.collection, create=True)
+            first = self._open(self.settings.collection)
             count = shard_count(first.metadata or {})
             self._shards = [first] + [
-                self._open(shard_name(self.settings.collection, k), create=True)
-                for k in range(1, count)
+                self._open(shard_name(self.settings.collection, k)) for k in range(1, count)
             ]
         return self._shards
 
@@ -408,13 +407,12 @@ class Store:
         """Whether this process has opened the index in Chroma."""
         return bool(self._shards)
 
-    def _open(self, name: str, create: bool) -> Any:
+    def _open(self, name: str) -> Any:
+        """A collection of the index, created when missing."""
         try:
-            if create:
-                return self.client.get_or_create_collection(
-                    name, metadata=self._created, embedding_function=None
-                )
-            return self.client.get_collection(name, embedding_function=None)
+            return self.client.get_or_create_collection(
+                name, metadata=self._created, embedding_function=None
+            )
         except StoreError:
             raise
         except Exception as exc:  # chromadb raises many types; name the place either way
@@ -542,7 +540,7 @@ class Store:
         limit = self.settings.shard_chunks
         if limit and self._last_count and self._last_count + adding > limit:
             self._set_metadata(SHARDS_KEY, len(shards) + 1)
-            shards.append(self._open(shard_name(self.settings.collection, len(shards)), True))
+            shards.append(self._open(shard_name(self.settings.collection, len(shards))))
             self._last_count = 0
         return shards[-1]
 
@@ -652,6 +650,8 @@ class Store:
                 for cid, distance in zip(got["ids"][0], got["distances"][0], strict=True)
             ]
 
+        if not searched:  # none of `ids` is stored
+            return []
         try:
             if len(searched) == 1:
                 hits = search(*searched[0])
