@@ -347,7 +347,7 @@ COUNT_MODIFIERS = _words("more extra additional different distinct separate")
 COUNT_CLASSIFIERS = _words("kinds kind types type sorts sort classes categories varieties")
 NOT_A_COUNTED_WORD = _words(
     """do does did is are was were can could has have had will would should in on for of to
-    with by at from per it they the a an"""
+    with by at from per it they the a an and or but than"""
 )
 WHICH = _words("which what")  # what asks for a thing to be named
 AUXILIARIES = _words("do does did is are was were has have had can could will would")

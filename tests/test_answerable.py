@@ -148,6 +148,20 @@ def test_what_a_count_question_counts() -> None:
     assert read("how many ICLR 2026 papers use CLIP?").counted == ""  # a count of papers
     assert read("how many kinds of tasks did they evaluate on").counted == "tasks"
     assert read("how many types of attacks").counted == "attacks"  # what is sorted is counted
+    # the head of a longer noun phrase is its first plural, not its second word
+    assert read("how many continuous control tasks in the experiments").counted == "tasks"
+    assert read("how many new rotation representations does it propose").counted == (
+        "representations"
+    )
+    assert read("how many continuous RL tasks are used").counted == "tasks"
+    assert read("how many physics tasks").counted == "tasks"  # 'physics' is no plural
+    assert read("how many LLMs and datasets were used").counted == "LLMs"
+
+
+def test_a_count_written_as_a_word_answers_a_longer_noun_phrase() -> None:
+    abstract = "Experiment results on five continuous RL tasks show gains. We propose a method."
+    question = read("how many continuous control tasks in the experiments")
+    assert answerable.missing_detail(question, _hit(abstract)) is None
 
 
 DATING = (
