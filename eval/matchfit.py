@@ -23,6 +23,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from eval.metrics import set_precision, set_recall
 from eval.questions import Question, ResolvedGold
 from rag import logistic
@@ -92,7 +94,8 @@ def _with_best_threshold(model: Model, rows: Sequence[dict[str, Any]]) -> Model:
     """The model with the threshold of the best mean F1 over the questions."""
     probability = [model.confidence(r["features"]) if r["features"] else -1.0 for r in rows]
     best = logistic.best_threshold(
-        [p for p in probability if p >= 0], lambda cut: mean_f1(rows, probability, cut)
+        [p for p in probability if p >= 0],
+        scores=lambda cuts: mean_f1_at(rows, probability, cuts),
     )
     return logistic.with_threshold(model, best)
 
@@ -115,14 +118,32 @@ def mean_f1(
     rows: Sequence[dict[str, Any]], probability: Sequence[float], threshold: float
 ) -> float:
     """Mean F1 of the questions' predicted sets against their gold sets."""
-    scores = []
-    for predicted, gold in question_sets(rows, probability, threshold).values():
-        if not gold:
-            scores.append(1.0 if not predicted else 0.0)
+    return float(mean_f1_at(rows, probability, np.array([threshold]))[0])
+
+
+def mean_f1_at(
+    rows: Sequence[dict[str, Any]], probability: Sequence[float], cuts: np.ndarray
+) -> np.ndarray:
+    """`mean_f1` at each of `cuts` at once: per question, how many papers and members pass
+    each cut come from its sorted probabilities (a question with an empty gold set scores
+    1 where nothing passes, else 0)."""
+    each: dict[tuple[str, str], tuple[list[float], list[float]]] = {}
+    for row, p in zip(rows, probability, strict=True):
+        weighed, members = each.setdefault((row["index"], row["id"]), ([], []))
+        weighed.append(p)
+        if row["member"]:
+            members.append(p)
+    if not each:
+        return np.zeros(len(cuts))
+    total = np.zeros(len(cuts))
+    for weighed, members in each.values():
+        passed = len(weighed) - np.searchsorted(np.sort(weighed), cuts, side="left")
+        if not members:
+            total += passed == 0
             continue
-        hit = len(predicted & gold)
-        scores.append(2 * hit / (len(predicted) + len(gold)))
-    return sum(scores) / len(scores) if scores else 0.0
+        hits = len(members) - np.searchsorted(np.sort(members), cuts, side="left")
+        total += 2 * hits / (passed + len(members))
+    return total / len(each)
 
 
 def report(rows: Sequence[dict[str, Any]], model: Model) -> dict[str, Any]:

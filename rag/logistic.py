@@ -98,14 +98,24 @@ def fit(
     )
 
 
-def best_threshold(levels: Sequence[float], score: Callable[[float], float]) -> float:
+def best_threshold(
+    levels: Sequence[float],
+    score: Callable[[float], float] | None = None,
+    scores: Callable[[np.ndarray], np.ndarray] | None = None,
+) -> float:
     """The cut of the best `score(cut)` over the distinct `levels` (probabilities of the
     rows, each tried as 'at least this'), placed halfway to the next lower level (0 below
-    the last); the highest cut wins a tie."""
+    the last); the highest cut wins a tie. `scores` scores every level at once (the
+    levels, highest first, in one array): one call instead of one per level."""
     ordered = sorted(set(levels), reverse=True)
+    if scores is not None:
+        values = [float(v) for v in scores(np.asarray(ordered, dtype=float))]
+    elif score is not None:
+        values = [score(level) for level in ordered]
+    else:
+        raise ValueError("best_threshold needs `score` or `scores`")
     best, best_score = 0.5, -1.0
-    for at, level in enumerate(ordered):
-        value = score(level)
+    for at, (level, value) in enumerate(zip(ordered, values, strict=True)):
         if value > best_score + 1e-9:
             below = ordered[at + 1] if at + 1 < len(ordered) else 0.0
             best, best_score = (level + below) / 2, value

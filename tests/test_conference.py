@@ -10,13 +10,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from eval.matchfit import candidate_rows, fit, report
+from eval.matchfit import candidate_rows, fit, mean_f1, mean_f1_at, question_sets, report
 from eval.metrics import Outcome, count_error, question_scores, set_precision, set_recall
 from eval.questions import abstracts_in_files, load_questions, parse_question, resolve_gold
 from eval.result import Result
+from rag import logistic
 from rag.aggregate import matching, tables
 from rag.aggregate.conference import group_counts
 from rag.answering.answerable import Model
@@ -377,3 +379,36 @@ def test_which_papers_cites_the_papers_a_count_would_count(seeded: Assistant) ->
     assert listed.intent == "papers" and cited and cited <= members
     retrieved = {s.paper_id for s in listed.sources}
     assert retrieved - members  # other papers were retrieved, and left uncited
+
+
+def test_the_mean_f1_of_every_cut_at_once_is_each_cut_s_own() -> None:
+    rows = (
+        [
+            {"index": "seeds", "id": "q1", "paper_id": p, "member": m, "features": {}}
+            for p, m in [("a", True), ("b", True), ("c", False), ("d", False)]
+        ]
+        + [
+            {"index": "seeds", "id": "q2", "paper_id": p, "member": False, "features": {}}
+            for p in ("a", "e")
+        ]
+        + [{"index": "seeds", "id": "q3", "paper_id": "f", "member": True, "features": None}]
+    )
+    probability = [0.9, 0.4, 0.6, 0.1, 0.3, 0.7, -1.0]
+    cuts = [0.95, 0.9, 0.7, 0.6, 0.4, 0.3, 0.1, 0.0]
+
+    def one_at_a_time(cut: float) -> float:
+        scores = []
+        for predicted, gold in question_sets(rows, probability, cut).values():
+            hit = len(predicted & gold)
+            scores.append(2 * hit / (len(predicted) + len(gold)) if gold else 1.0 - bool(predicted))
+        return sum(scores) / len(scores)
+
+    at_once = mean_f1_at(rows, probability, np.array(cuts))
+    assert at_once.tolist() == pytest.approx([one_at_a_time(c) for c in cuts])
+    assert at_once[0] == pytest.approx((0 + 1 + 0) / 3)  # nothing passes: only q2 scores
+    levels = [p for p in probability if p >= 0]
+    by_each = logistic.best_threshold(levels, lambda cut: mean_f1(rows, probability, cut))
+    together = logistic.best_threshold(
+        levels, scores=lambda cuts: mean_f1_at(rows, probability, cuts)
+    )
+    assert together == by_each
