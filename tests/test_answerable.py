@@ -280,3 +280,11 @@ def test_dense_z_and_lead_place_the_paper_among_the_questions_cosines() -> None:
     assert first["dense_lead"] == pytest.approx(-0.15)  # BM25 put it ahead of a closer one
     assert features(1, (0.10, 0.05))["dense_lead"] == pytest.approx(0.15)
     assert features(0, (0.0, 0.0))["dense_z"] == answerable.Z_LIMIT  # no spread: clipped
+
+
+def test_a_grouped_number_is_found_as_the_abstract_rounds_it() -> None:
+    abstract = "EAMET achieves about 90% editing efficacy when editing 10k facts."
+    question = read("how much editing efficacy when editing 10,000 facts?")
+    assert answerable.missing_detail(question, _hit(abstract)) is None
+    elsewhere = read("how much editing efficacy when editing 20,000 facts?")
+    assert answerable.missing_detail(elsewhere, _hit(abstract)) is not None

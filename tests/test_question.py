@@ -8,6 +8,7 @@ from rag.question.reading import (
     Vocabulary,
     alternatives_of,
     keywords_of,
+    number_spellings,
     read,
     refers_back,
     status_matches,
@@ -120,6 +121,19 @@ def test_numbers_inside_words_and_dimensions_are_no_terms() -> None:
     assert read("which 2D or 3D methods").terms == ()
     assert read("the 300M and 7B models on EAGLE-3").terms == ("7B", "EAGLE-3", "300M")
     assert read("was it 47. or 7.4%").terms == ("47", "7.4%")
+
+
+def test_a_number_with_grouped_thousands_is_one_term_in_every_spelling() -> None:
+    """'10,000' was two terms, '10' and '000', and the EAMET abstract, which writes
+    '10k facts', was refused for not mentioning '000'."""
+    query = read("success rate when editing 10,000 facts")
+    assert query.terms == ("10,000",)
+    assert query.spellings("10,000") == ("10,000", "10000", "10k", "10K")
+    assert read("results on 1,2,3").terms == ("1", "2", "3")  # a list, not one number
+    assert number_spellings("10k") == ("10000", "10,000", "10K")
+    assert number_spellings("2000000") == ("2,000,000", "2M")
+    assert number_spellings("1.5M") == ("1500000", "1,500,000")
+    assert number_spellings("3.5") == number_spellings("GPT") == ()
 
 
 def test_keywords_drop_the_framing_words() -> None:

@@ -104,7 +104,13 @@ NAME = re.compile(r"\b[A-Za-z]*(?:[A-Z][A-Za-z]*[A-Z0-9]|[a-z][A-Z]|\d[A-Za-z])[
 _COUNTING_STEMS = content_words(COUNTING_WORDS)
 _QUOTED = re.compile(r"[\"“”']([^\"“”']{3,60})[\"“”']")
 # A number standing alone: not the 3 of 'EAGLE-3' nor of '3d', '7B' or '300M'.
-_NUMBER = re.compile(r"(?<![\w.\-])\d+(?:\.\d+)?(?:%|x\b|[KMB]\b)?(?!\w|\.\d)")
+# A number, its thousands grouped or not ('10,000' is one number, not '10' and '000').
+_NUMBER = re.compile(
+    r"(?<![\w.\-])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:%|x\b|[KMB]\b)?(?!\w|\.\d)"
+)
+_WHOLE = re.compile(r"\d{1,3}(?:,\d{3})+|\d+")
+_ROUNDED = re.compile(r"(\d+(?:\.\d+)?)([kKM])")  # '10k', '1.5M'
+_UNITS = {"k": 1_000, "K": 1_000, "M": 1_000_000}
 # A dimension ('2d', '3D'): an adjective many papers use ('3D parallelism', '3D
 # rotations'), not a name that picks the paper holding it.
 _DIMENSION = re.compile(r"\d[dD]")
@@ -158,8 +164,9 @@ class Query:
         return self.translated or self.question
 
     def spellings(self, term: str) -> tuple[str, ...]:
-        """A term and how the abstracts spell it out: 'DCT', 'discrete cosine transform'."""
-        return (term, *self.aliases.get(term, ()))
+        """A term and how the abstracts spell it out: 'DCT', 'discrete cosine transform';
+        '10,000', '10000', '10k', '10K'."""
+        return (term, *self.aliases.get(term, ()), *number_spellings(term))
 
     @property
     def keywords(self) -> str:
@@ -627,6 +634,25 @@ def distinctive_terms(text: str) -> tuple[str, ...]:
             found.append(core)
     found += [n for n in _NUMBER.findall(text) if not is_year(n)]
     return tuple(dict.fromkeys(t for t in found if t))
+
+
+def number_spellings(term: str) -> tuple[str, ...]:
+    """The other ways abstracts write a round number: '10,000' -> ('10000', '10k',
+    '10K'); '10k' -> ('10000', '10,000'); () for anything else."""
+    if _WHOLE.fullmatch(term):
+        value = int(term.replace(",", ""))
+    elif (rounded := _ROUNDED.fullmatch(term)) is not None:
+        exact = float(rounded.group(1)) * _UNITS[rounded.group(2)]
+        if not exact.is_integer():
+            return ()
+        value = int(exact)
+    else:
+        return ()
+    forms = [str(value), f"{value:,}"]
+    for unit, size in (("k", 1_000), ("K", 1_000), ("M", 1_000_000)):
+        if size <= value < size * 1_000 and value % size == 0:
+            forms.append(f"{value // size}{unit}")
+    return tuple(f for f in dict.fromkeys(forms) if f != term)
 
 
 RARE_ZIPF = 3.0  # below this wordfreq frequency a word is no everyday English ('dpo' 2.2)
