@@ -16,9 +16,10 @@ from rag.answering.citations import (
     parse_group,
     unstated,
 )
-from rag.answering.extractive import reports_figure
+from rag.answering.extractive import counts, evidence, reports_figure
 from rag.assistant import Assistant
 from rag.cli import answer_json, main
+from rag.question.reading import read
 from rag.text import split_sentences
 
 from .conftest import FIXTURES
@@ -94,6 +95,23 @@ def test_a_magnitude_in_words_is_a_figure_and_a_bare_count_word_is_not() -> None
     ):
         assert reports_figure(text), text
     assert not reports_figure("with k-fold cross-validation on three benchmarks")
+
+
+def test_a_number_of_what_a_count_asks_for_outweighs_other_figures() -> None:
+    """'how many extra parameters' of BoRA: its '$b^2r$ additional parameters' holds no
+    digit, and the LoRA background sentence with a figure led the answer."""
+    question = read("how many extra parameters does it need")
+    background = "Raising $r$ twofold also doubles the number of trainable parameters."
+    answer = "BoRA raises the rank by a factor of $b$ with only $b^2r$ additional parameters."
+    assert evidence(question, answer) > evidence(question, background) > 0
+    scenarios = read("how many scenarios can it process per pass")
+    product = "It exploits 2D parallelism (scenarios $\\times$ transitions)."
+    assert counts(product, "scenarios") and not counts(product, "scenarios", strict=True)
+    assert evidence(scenarios, product) == 0  # '$\\times$' is no number of scenarios
+    tasks = read("how many continuous control tasks in the experiments")
+    assert evidence(tasks, "Results on five continuous RL tasks show 9.8x gains.") > evidence(
+        tasks, "It is 2.5x faster and uses 30% less memory on 4 GPUs."
+    )
 
 
 def test_a_speedup_written_in_words_answers_how_fast(seeded: Assistant) -> None:

@@ -50,6 +50,10 @@ MAX_SOURCES = {False: 2, True: 5}
 # instead of sentence.json's overlap. From 1 and 0.3 (2026-12-06, seeds): follow-up detail
 # dev6 0.775 -> 0.825, dev2, dev3, natural, zh unchanged.
 FOLLOW_UP_DETAIL = 3.0
+# What a sentence giving a number of the thing a count asks for ('how many tasks' -> 'five
+# continuous RL tasks') adds to its evidence: the cap of `sentence_features`' evidence, so
+# it leads however many other figures a sentence holds.
+COUNTED_EVIDENCE = 3
 FOLLOW_UP_OVERLAP = 0.6
 
 # A reported figure: "7.4%", "2.5x", "300M", "1/4", "billions of", a magnitude written in
@@ -114,14 +118,18 @@ def evidence(query: Query, sentence: str) -> int:
     """Count what a sentence offers of the kind asked for: figures, names the question does
     not already mention ('MT-Bench', 'Qwen3-8B'), or words that name a gap."""
     if query.wants == "number":
-        counts = query.asks_count_of_things  # 'how many layers': 'three' answers it
+        in_words = query.asks_count_of_things  # 'how many layers': 'three' answers it
         prose = _ENUMERATOR.sub(" ", _MATH.sub(" ", _LINK.sub(" ", sentence)))
-        found = [m for m in _FIGURE.findall(prose) if counts or not _BARE_COUNT.fullmatch(m)]
+        found = [m for m in _FIGURE.findall(prose) if in_words or not _BARE_COUNT.fullmatch(m)]
         maths = _MATH.findall(sentence)
         found += [f for m in maths for f in _MATH_FIGURE.findall(m)]
         if _ASKS_RATE.search(query.english):  # a rate or bound is written in math
             found += [m for m in maths if _ASYMPTOTIC.search(m)]
-        return len(found)
+        # a number of what a count asks for outweighs any other figure: 'how many extra
+        # parameters' -> '$b^2r$ additional parameters', not the sentence with most digits
+        counted = query.counted
+        counting = counted and counts(sentence, counted, strict=True)
+        return len(found) + (COUNTED_EVIDENCE if counting else 0)
     if query.wants == "problem":  # the gap, not the remedy ('To address these, we propose')
         return max(0, min(3, len(GAP.findall(sentence))) - bool(_CONTRIBUTION.search(sentence)))
     if query.wants == "entity":
@@ -139,13 +147,19 @@ def reports_figure(text: str, counts: bool = False) -> bool:
     return bool(_MATH.search(text))
 
 
-def counts(text: str, thing: str) -> bool:
+def counts(text: str, thing: str, strict: bool = False) -> bool:
     """Tell whether a text gives a number of `thing` (what a count question counts): a
     figure at most three words before or after it, with no 'per' / 'each' between ('eight
     A100 GPUs', '47 different types of tasks', '$b^2r$ additional parameters', 'sample
     complexity of $O(1/n)$'; not '85x less data per GPU', which is a rate, nor 'deep
-    layers and gains 3%'): after the noun only linking words may come between."""
+    layers and gains 3%'): after the noun only linking words may come between. With
+    `strict` (choosing the sentence that answers, not deciding to refuse), math without a
+    digit or a variable is no number: 'scenarios $\\times$ transitions' gives none, though
+    it keeps 'how many scenarios' from being refused over an abstract that counts its
+    scenarios as 'over $10^6$ uncertainty realizations'."""
     prose = _ENUMERATOR.sub(" ", _LINK.sub(" ", text))
+    if strict:
+        prose = _MATH.sub(_quantity_or_space, prose)
     number = rf"(?:{_FIGURE.pattern}|\$[^$]*\$)"
     before = r"(?:[\s,\-]+(?!(?:per|each|every)\b)[\w\-().]+){0,3}?[\s,\-]+"
     after = rf"(?:[\s,:=(\-]+{_COUNT_LINK}\b){{0,3}}[\s,:=(\-]+"  # 'samples: 64', 'complexity of'
@@ -155,6 +169,14 @@ def counts(text: str, thing: str) -> bool:
     return bool(re.search(rf"{number}{before}{noun}|{noun}{after}{number}", prose, re.I))
 
 
+def _quantity_or_space(math: re.Match[str]) -> str:
+    """A math segment that may state a quantity ('$b^2r$', '$10^6$', '$n$'), else a space
+    ('$\\times$', '$\\rightarrow$': only commands)."""
+    symbols = _LATEX_COMMAND.sub("", math.group()[1:-1])
+    return math.group() if re.search(r"[A-Za-z0-9]", symbols) else " "
+
+
+_LATEX_COMMAND = re.compile(r"\\[A-Za-z]+")
 _COUNT_LINK = r"(?:of|is|are|was|were|complexity|count|number|size|totals?|about|only|up|to)"
 
 
