@@ -231,6 +231,14 @@ ENTITY_NOUNS = _words(
     algorithm algorithms procedure procedures optimizer optimizers optimiser optimisers
     setting settings method methods domain domains game games"""
 )
+# The words of a question that asks for a detail and names no topic of its own ('which
+# benchmarks', 'datasets?', 'how many parameters', 'results?'): after an answer it asks
+# about that answer's paper (rag/question/followup.py `topicless`). Beside these, any
+# entity or figure noun above; 'methods', 'papers' ask of the collection instead.
+DETAIL_WORDS = _words(
+    """experiment experiments result results evaluation evaluations hardware parameter
+    parameters params gpu gpus data many much fast slow"""
+)
 # What a 'what / which' question asks about one paper when it asks for the gap it closes
 # ('what problem does OFMU solve', 'what is the main challenge'): the sentence naming it.
 # Not 'gap' or 'bottleneck', which name concepts too ('the information gap').

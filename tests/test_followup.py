@@ -145,6 +145,27 @@ def test_a_detail_found_nowhere_alone_is_asked_of_the_paper_before(seeded: Assis
     assert topic.abstained and not topic.follow_up
 
 
+def test_a_detail_asked_with_no_topic_of_its_own_leans_on_the_answer_before(
+    seeded: Assistant,
+) -> None:
+    """GTO's abstract lists MT-Bench, HumanEval and GSM8K without the word 'benchmarks',
+    so the model alone read 'which benchmarks' as a new question (P 0.01)."""
+
+    def topicless(q: str) -> float:
+        features = followup.features(read(q), "", "", lambda q, t: 0.0, lambda q, t: 0.0)
+        return features["topicless"]
+
+    assert topicless("which benchmarks") == topicless("datasets?") == 1.0
+    assert topicless("how many parameters") == topicless("what baselines") == 1.0
+    assert topicless("dataset distillation") == topicless("which methods") == 0.0
+    chat = seeded.conversation()
+    chat.ask("training the draft model to match tree based verification", mode="extractive")
+    benchmarks = chat.ask("which benchmarks", mode="extractive")
+    assert benchmarks.follow_up and "MT-Bench" in benchmarks.answer
+    listed = chat.ask("which methods", mode="extractive")  # asks of the collection
+    assert not listed.follow_up
+
+
 def _row(qid: str, follow_up: bool, refers: float, same: bool = False) -> dict[str, object]:
     features = dict.fromkeys(followup.FEATURES, 0.0) | {"refers": refers}
     return {"id": qid, "follow_up": follow_up, "features": features, "same_paper": same}

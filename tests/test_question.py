@@ -211,3 +211,11 @@ def test_topics_joined_by_or_are_read_as_alternatives() -> None:
     assert alternatives("how many papers on sound or audio") == ("sound", "audio")
     assert alternatives("how many papers on speculative decoding") == ()
     assert alternatives("papers on a or b or c") == ()  # two 'or': not read
+
+
+def test_a_question_of_bare_entity_nouns_asks_for_their_names() -> None:
+    """'datasets?' typed after an answer wants the sentence naming them (ImageNet-1K, COCO),
+    as 'which datasets did they use' does; a topic holding such a noun does not."""
+    assert read("datasets?").wants == read("which datasets did they use").wants == "entity"
+    assert read("limitations?").wants == "problem"
+    assert read("dataset distillation").wants is None

@@ -576,8 +576,12 @@ def _asks_gap(text: str, subject: str) -> bool:
 def _asks_for(text: str, nouns: frozenset[str]) -> bool:
     """'which datasets did it use', 'what kind of benchmark ...': 'which' or 'what', then
     one of `nouns` within a few words of it (lexicon's ENTITY_NOUNS: a thing to be named;
-    PROBLEM_NOUNS: the gap a paper closes), in one clause."""
+    PROBLEM_NOUNS: the gap a paper closes), in one clause; or nothing but such nouns
+    ('datasets?', 'limitations', as a follow-up is typed)."""
     toks = tokens(text)
+    said = [t.key for t in toks if t.key[:1].isalpha()]
+    if said and all(key in nouns for key in said):
+        return True
     for i, token in enumerate(toks):
         if token.key not in WHICH:
             continue
