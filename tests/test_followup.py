@@ -157,6 +157,7 @@ def test_a_detail_asked_with_no_topic_of_its_own_leans_on_the_answer_before(
 
     assert topicless("which benchmarks") == topicless("datasets?") == 1.0
     assert topicless("how many parameters") == topicless("what baselines") == 1.0
+    assert topicless("how many extra parameters") == topicless("limitations?") == 1.0
     assert topicless("dataset distillation") == topicless("which methods") == 0.0
     chat = seeded.conversation()
     chat.ask("training the draft model to match tree based verification", mode="extractive")
