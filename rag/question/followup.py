@@ -52,7 +52,14 @@ from pathlib import Path
 
 from rag import logistic
 from rag.config import DATA_DIR
-from rag.lexicon import DETAIL_WORDS, ENTITY_NOUNS, FIGURE_NOUNS, PLURAL_NOUNS
+from rag.lexicon import (
+    COUNT_MODIFIERS,
+    DETAIL_WORDS,
+    ENTITY_NOUNS,
+    FIGURE_NOUNS,
+    PLURAL_NOUNS,
+    PROBLEM_NOUNS,
+)
 from rag.logistic import Model
 from rag.question.reading import Query
 from rag.text import content_words, mentions, overlap, tokens
@@ -79,10 +86,10 @@ PREDICATE_STARTS = frozenset(
 )
 
 Coverage = Callable[[str, str], float]  # (question, text) -> 0..1
-# The stems of a question that asks for a detail and names no topic ('which benchmarks').
-TOPICLESS_STEMS = content_words(
-    " ".join((ENTITY_NOUNS | FIGURE_NOUNS | DETAIL_WORDS) - PLURAL_NOUNS)
-)
+# The stems of a question that asks for a detail and names no topic ('which benchmarks',
+# 'how many extra parameters', 'limitations?').
+_DETAILS = ENTITY_NOUNS | FIGURE_NOUNS | PROBLEM_NOUNS | COUNT_MODIFIERS | DETAIL_WORDS
+TOPICLESS_STEMS = content_words(" ".join(_DETAILS - PLURAL_NOUNS))
 
 
 @lru_cache(maxsize=4)
