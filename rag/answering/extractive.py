@@ -50,11 +50,11 @@ MAX_SOURCES = {False: 2, True: 5}
 # instead of sentence.json's overlap. From 1 and 0.3 (2026-12-06, seeds): follow-up detail
 # dev6 0.775 -> 0.825, dev2, dev3, natural, zh unchanged.
 FOLLOW_UP_DETAIL = 3.0
+FOLLOW_UP_OVERLAP = 0.6
 # What a sentence giving a number of the thing a count asks for ('how many tasks' -> 'five
 # continuous RL tasks') adds to its evidence: the cap of `sentence_features`' evidence, so
 # it leads however many other figures a sentence holds.
 COUNTED_EVIDENCE = 3
-FOLLOW_UP_OVERLAP = 0.6
 
 # A reported figure: "7.4%", "2.5x", "300M", "1/4", "billions of", a magnitude written in
 # words ("one to three orders of magnitude", "an order of magnitude", "twofold", "ten-fold";

@@ -642,7 +642,7 @@ def distinctive_terms(text: str) -> tuple[str, ...]:
 
 def number_spellings(term: str) -> tuple[str, ...]:
     """The other ways abstracts write a round number: '10,000' -> ('10000', '10k',
-    '10K'); '10k' -> ('10000', '10,000'); () for anything else."""
+    '10K'); '10k' -> ('10000', '10,000', '10K'); () for anything else."""
     if _WHOLE.fullmatch(term):
         value = int(term.replace(",", ""))
     elif (rounded := _ROUNDED.fullmatch(term)) is not None:
