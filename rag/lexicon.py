@@ -233,8 +233,9 @@ ENTITY_NOUNS = _words(
 )
 # The words of a question that asks for a detail and names no topic of its own ('which
 # benchmarks', 'datasets?', 'how many parameters', 'results?'): after an answer it asks
-# about that answer's paper (rag/question/followup.py `topicless`). Beside these, any
-# entity or figure noun above; 'methods', 'papers' ask of the collection instead.
+# about that answer's paper (rag/question/followup.py `topicless`). Beside these: the
+# entity, figure and problem nouns and the count modifiers ('extra'); 'methods' and
+# 'papers' ask of the collection instead.
 DETAIL_WORDS = _words(
     """experiment experiments result results evaluation evaluations hardware parameter
     parameters params gpu gpus data many much fast slow"""
