@@ -247,6 +247,10 @@ PROBLEM_NOUNS = _words(
     """problem problems challenge challenges motivation motivations limitation limitations
     shortcoming shortcomings"""
 )
+# What opens an example clause, and what ends one: "applications such as medical diagnosis and
+# autonomous driving" names what a paper is not about (rag.text.without_examples)
+EXAMPLE_OPENERS = ("such as", "e.g.", "for example", "for instance", "including")
+CLAUSE_ENDS = _words("but which where while whereas yet we thus so although though however")
 ENTITY_REACH = 40  # characters after 'which' / 'what' within which its noun is looked for
 # A count per group: 'per year', 'by primary area', 'over the years', 'orals vs posters'.
 _STATUS_NOUNS = "oral|orals|spotlight|spotlights|poster|posters"

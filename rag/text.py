@@ -18,7 +18,7 @@ import Stemmer
 from rapidfuzz.distance import OSA
 
 from rag.frequency import zipf_frequency
-from rag.lexicon import STOP
+from rag.lexicon import CLAUSE_ENDS, EXAMPLE_OPENERS, STOP
 
 V = TypeVar("V")
 
@@ -95,6 +95,20 @@ TERMS_VERSION = 8  # bump when `normalise_terms` changes: saved BM25 state is th
 def plain(text: str) -> str:
     """Drop the LaTeX glue inside names: 'F${}^2$SA-$p$' -> 'F2SA-p', '7.4\\%' -> '7.4%'."""
     return _LATEX_GLUE.sub("", text) if any(c in text for c in "${\\") else text
+
+
+_OPENERS = "|".join(re.escape(o) for o in EXAMPLE_OPENERS)
+_EXAMPLES = re.compile(
+    rf"\b(?:{_OPENERS})\W[^;:()]*?(?=[;:()]|,\s+(?:{'|'.join(sorted(CLAUSE_ENDS))})\b|$)",
+    re.IGNORECASE,
+)
+
+
+def without_examples(sentence: str) -> str:
+    """A sentence less its example clauses: 'used in applications such as medical diagnosis
+    and autonomous driving, but fragile' -> 'used in applications , but fragile'. What a
+    paper lists as an example is not what it is about."""
+    return _EXAMPLES.sub("", sentence)
 
 
 def mentions(text: str, term: str) -> bool:

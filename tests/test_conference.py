@@ -14,7 +14,15 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from eval.matchfit import candidate_rows, fit, mean_f1, mean_f1_at, question_sets, report
+from eval.matchfit import (
+    _with_best_threshold,
+    candidate_rows,
+    fit,
+    mean_f1,
+    mean_f1_at,
+    question_sets,
+    report,
+)
 from eval.metrics import Outcome, count_error, question_scores, set_precision, set_recall
 from eval.questions import abstracts_in_files, load_questions, parse_question, resolve_gold
 from eval.result import Result
@@ -200,6 +208,23 @@ def test_a_topic_no_seed_covers_counts_zero(seeded: Assistant) -> None:
     answer = seeded.ask("how many ICLR 2026 papers on protein folding?")
     assert answer.count == 0 and answer.sources == [] and not answer.abstained
     assert "Closest" not in answer.answer  # no paper comes near: none is listed
+
+
+def test_a_topic_named_only_as_an_example_covers_none_of_its_words(seeded: Assistant) -> None:
+    # CSAM's abstract opens with "safety-critical applications such as medical diagnosis
+    # and autonomous driving": BM25 sees the words, the coverage features do not
+    found, _ = seeded.matcher.candidates("autonomous driving")
+    csam = next(c for c in found if "such as medical diagnosis and autonomous" in c.paper.abstract)
+    assert csam.features["bm25"] > 0
+    assert csam.features["coverage"] == csam.features["sentence_coverage"] == 0.0
+    assert seeded.ask("how many iclr 2026 papers are about autonomous driving").count == 0
+    # a name of the topic's counts wherever it stands: DeMo "applies a fast orthonormal
+    # transform (e.g., DCT)", the transform it uses
+    sentence = "DeMo applies a fast orthonormal transform (e.g., DCT) followed by top-k"
+    assert "DCT" in matching._stated(sentence, ("DCT",))
+    assert "orthonormal" in matching._stated(sentence, ()) and "DCT" not in matching._stated(
+        sentence, ()
+    )
 
 
 def test_the_eval_scores_a_count_by_its_counted_papers_only() -> None:
@@ -412,3 +437,35 @@ def test_the_mean_f1_of_every_cut_at_once_is_each_cut_s_own() -> None:
         levels, scores=lambda cuts: mean_f1_at(rows, probability, cuts)
     )
     assert together == by_each
+
+
+def test_the_cut_is_the_median_best_cut_of_bootstrap_draws_of_the_questions() -> None:
+    """Nine questions want a cut between 0.3 and 0.7, one wants it between 0.1 and 0.25:
+    the cut sits where the nine agree (halfway between 0.7 and the next level down), it is
+    the same on every fit (the draws are seeded), and it scores the best mean F1."""
+    rows, probability = [], []
+    for q in range(9):
+        rows += [
+            {"index": "seeds", "id": f"a{q}", "paper_id": "m", "member": True, "features": {}},
+            {"index": "seeds", "id": f"a{q}", "paper_id": "n", "member": False, "features": {}},
+        ]
+        probability += [0.7, 0.3]
+    rows += [
+        {"index": "seeds", "id": "b", "paper_id": "m", "member": True, "features": {}},
+        {"index": "seeds", "id": "b", "paper_id": "n", "member": False, "features": {}},
+    ]
+    probability += [0.25, 0.1]
+
+    class Fixed(Model):
+        def confidence(self, features: dict[str, float]) -> float:
+            return next(ps)
+
+    def cut() -> float:
+        nonlocal ps
+        ps = iter(probability)
+        return _with_best_threshold(Fixed({}, 0.0, {}, {}, 0.5), rows).threshold
+
+    ps = iter(probability)
+    assert cut() == pytest.approx(0.5) and cut() == cut()
+    best = max(mean_f1_at(rows, probability, np.array([0.7, 0.3, 0.25, 0.1])))
+    assert mean_f1(rows, probability, cut()) == pytest.approx(best)

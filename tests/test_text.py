@@ -20,6 +20,7 @@ from rag.text import (
     spelled_out,
     split_sentences,
     stem,
+    without_examples,
 )
 
 
@@ -156,3 +157,37 @@ def test_an_acronym_ending_in_a_capital_s_meets_it_typed_in_lower_case() -> None
     assert content_words("jtfs") <= content_words("the scattering transform (JTFS)")
     assert content_words("gpus") <= content_words("eight GPUs")
     assert normalise_terms("JTFS and NAS") == "JTFS JTF and NAS NA"
+
+
+@pytest.mark.parametrize(
+    ("sentence", "left"),
+    [
+        (
+            "Networks are used in safety-critical applications such as medical diagnosis and "
+            "autonomous driving.",
+            "Networks are used in safety-critical applications ",
+        ),
+        (
+            "We evaluate on benchmarks including ImageNet-1K for classification and COCO.",
+            "We evaluate on benchmarks ",
+        ),
+        # the clause ends at a parenthesis, a semicolon or a comma before a new clause
+        ("Tasks (e.g., detection and segmentation) improve.", "Tasks () improve."),
+        (
+            "in many domains, for example robotics and games; we study one",
+            "in many domains, ; we study one",
+        ),
+        (
+            "used for tasks such as retrieval and ranking, but they are brittle",
+            "used for tasks , but they are brittle",
+        ),
+        # no example: the sentence is left as it is
+        (
+            "We propose a planner for autonomous driving.",
+            "We propose a planner for autonomous driving.",
+        ),
+        ("Results include no such claim.", "Results include no such claim."),
+    ],
+)
+def test_example_clauses_are_left_out(sentence: str, left: str) -> None:
+    assert without_examples(sentence) == left

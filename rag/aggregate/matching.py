@@ -6,7 +6,9 @@ and by cosine, which is every paper of a scope up to that size) on its evidence,
 in about 0..1:
   - `coverage`: IDF-weighted share of the topic's content words the paper holds (a
     word that is one of the topic's names, 'clip' for CLIP, only where the paper names
-    it: 'CLIP' or 'NeuCLIP', not 'clipping');
+    it: 'CLIP' or 'NeuCLIP', not 'clipping'), its example clauses left out: "used in
+    applications such as medical diagnosis and autonomous driving" is not a paper about
+    autonomous driving (rag.text.without_examples; a name of the topic's counts there);
   - `sentence_coverage`: the same share for its best sentence (the words together:
     'speculative decoding' in one sentence, not 'speculative' here and 'decoding' there);
   - `title_coverage`: the same share for its title or derived label;
@@ -37,7 +39,7 @@ from rag.config import DATA_DIR, load_fitted
 from rag.embedding.embed import Embedder
 from rag.retrieval.retrieve import Retriever, Scope, papers_in
 from rag.store.index import CatalogView
-from rag.text import mentions, split_sentences
+from rag.text import mentions, split_sentences, without_examples
 from rag.types import Filters, Paper
 
 FEATURES = (
@@ -102,12 +104,14 @@ class _Weighed:
         """Paper `i`'s evidence of being about the topic (see the module docstring)."""
         topic, terms = self.topic, retriever.terms
         text = f"{paper.label} {paper.abstract}"
-        coverage = terms.coverage(topic, text, names)
-        sentences = split_sentences(paper.abstract) if coverage > 0 else []
+        held = terms.coverage(topic, text, names) > 0
+        stated = [_stated(s, names) for s in split_sentences(paper.abstract)] if held else []
         return {
-            "coverage": coverage,
+            "coverage": terms.coverage(topic, " ".join([paper.label, *stated]), names)
+            if held
+            else 0.0,
             "sentence_coverage": max(
-                (terms.coverage(topic, s, names) for s in sentences), default=0.0
+                (terms.coverage(topic, s, names) for s in stated), default=0.0
             ),
             "title_coverage": terms.coverage(topic, paper.label, names) if paper.label else 0.0,
             "bm25": min(1.0, float(self.lexical[i]) / self.ceiling) if self.ceiling > 0 else 0.0,
@@ -116,6 +120,15 @@ class _Weighed:
             "dense_gap": self.best_dense - float(self.dense[i]),
             "terms": sum(mentions(text, t) for t in names) / len(names) if names else 0.0,
         }
+
+
+def _stated(sentence: str, names: tuple[str, ...]) -> str:
+    """A sentence less its example clauses, but not less the topic's names: a paper that
+    "applies a fast orthonormal transform (e.g., DCT)" names the transform it uses."""
+    kept = without_examples(sentence)
+    if kept == sentence:
+        return sentence
+    return " ".join([kept, *(n for n in names if mentions(sentence, n) and not mentions(kept, n))])
 
 
 def _names_in(alternative: str, names: tuple[str, ...]) -> tuple[str, ...]:
