@@ -247,6 +247,9 @@ PROBLEM_NOUNS = _words(
     """problem problems challenge challenges motivation motivations limitation limitations
     shortcoming shortcomings"""
 )
+# 'signsgd or other sign-based optimizers': the words after 'or' that make its left side an
+# instance of its right, not a modifier sharing its head noun (rag.question.reading)
+INSTANCE_LEADS = _words("other similar related")
 # What opens an example clause, and what ends one: "applications such as medical diagnosis and
 # autonomous driving" names what a paper is not about (rag.text.without_examples)
 EXAMPLE_OPENERS = ("such as", "e.g.", "for example", "for instance", "including")

@@ -209,6 +209,15 @@ def test_topics_joined_by_or_are_read_as_alternatives() -> None:
         "recommending content users",
     )
     assert alternatives("how many papers on sound or audio") == ("sound", "audio")
+    # 'or other': the left side is one of the right, not a modifier of its head noun
+    assert alternatives("how many papers on signsgd or other sign-based optimizers") == (
+        "signsgd",
+        "sign-based optimizers",
+    )
+    assert alternatives("how many papers use adam or similar adaptive optimizers") == (
+        "adam",
+        "adaptive optimizers",
+    )
     assert alternatives("how many papers on speculative decoding") == ()
     assert alternatives("papers on a or b or c") == ()  # two 'or': not read
 

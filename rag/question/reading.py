@@ -49,6 +49,7 @@ from rag.lexicon import (
     FRAME,
     GENERIC_IT,
     GROUPINGS,
+    INSTANCE_LEADS,
     KNOWN_VENUES,
     NAME_SUFFIXES,
     NAMED_KINDS,
@@ -419,18 +420,22 @@ def alternatives_of(text: str) -> tuple[str, ...]:
     runs over the topic words that follow it; those before it are split at commas, the
     first as long as the others (one word without a comma: 'recommending people or
     content'), and single words before a longer item share its last word, the head noun
-    ('approximation or competitive ratios': 'approximation ratios')."""
+    ('approximation or competitive ratios': 'approximation ratios'; 'evolutionary or
+    genetic search'), unless the item is 'other' ones: 'signsgd or other sign-based
+    optimizers' -> ('signsgd', 'sign-based optimizers')."""
     words = _GLOSS.sub(" ", text).rstrip("?.! ").split()  # less 'code (code generation)'
     keys = [w.strip(",;").casefold() for w in words]
     if keys.count("or") != 1:
         return ()
     kept = {w.casefold() for w in topic_of(text).split()}
     at = end = start = keys.index("or")
+    instance = at + 1 < len(keys) and keys[at + 1] in INSTANCE_LEADS  # 'or other ...'
+    end += instance
     while end + 1 < len(keys) and keys[end + 1] in kept:
         end += 1
     while start > 0 and keys[start - 1] in kept:
         start -= 1
-    right = keys[at + 1 : end + 1]
+    right = keys[at + 1 + instance : end + 1]
     if not right or start == at:
         return ()
     groups: list[list[str]] = [[]]
@@ -442,7 +447,7 @@ def alternatives_of(text: str) -> tuple[str, ...]:
     size = len(groups[-1]) if len(groups) > 1 else 1
     prefix = keys[: start + len(groups[0]) - size]
     items = [groups[0][-size:], *groups[1:], right]
-    if len(right) > 1 and all(len(i) == 1 for i in items[:-1]):  # 'evolutionary or genetic search'
+    if len(right) > 1 and not instance and all(len(i) == 1 for i in items[:-1]):
         items = [[*i, right[-1]] for i in items[:-1]] + [right]
     found = [topic_of(" ".join([*prefix, *i, *keys[end + 1 :]])) for i in items]
     return tuple(dict.fromkeys(found)) if len(set(found)) > 1 else ()
