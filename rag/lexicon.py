@@ -247,6 +247,16 @@ PROBLEM_NOUNS = _words(
     """problem problems challenge challenges motivation motivations limitation limitations
     shortcoming shortcomings"""
 )
+# Nouns an abstract may give a number of for one another: 'how many environments' of
+# 'five continuous RL tasks', 'how many models' of 'six LLMs', 'how many layers' of a
+# 'three-level' graph (rag.answering.extractive.counts). A noun in no class is matched as
+# itself only: 'how many GPUs' is never answered by 'eight tasks'.
+COUNTED_KIN = (
+    _words("tasks environments domains games benchmarks"),
+    _words("models llms networks architectures"),
+    _words("layers levels stages tiers"),
+    _words("datasets benchmarks corpora"),
+)
 # 'signsgd or other sign-based optimizers': the words after 'or' that make its left side an
 # instance of its right, not a modifier sharing its head noun (rag.question.reading)
 INSTANCE_LEADS = _words("other similar related")

@@ -97,6 +97,25 @@ def test_a_magnitude_in_words_is_a_figure_and_a_bare_count_word_is_not() -> None
     assert not reports_figure("with k-fold cross-validation on three benchmarks")
 
 
+@pytest.mark.parametrize(
+    ("text", "asked", "given"),
+    [
+        ("Experiment results on five continuous RL tasks demonstrate gains.", "environments", True),
+        ("Extensive experiments across six LLMs and three datasets.", "models", True),
+        ("a universal operator graph with a three-level hierarchy", "layers", True),
+        ("evaluated on two benchmarks", "datasets", True),
+        # a noun of no class is matched as itself only
+        ("Experiment results on five continuous RL tasks demonstrate gains.", "GPUs", False),
+        ("trained on eight A100 GPUs", "tasks", False),
+        ("across six LLMs", "layers", False),
+    ],
+)
+def test_a_number_may_be_given_of_a_kin_noun(text: str, asked: str, given: bool) -> None:
+    """'how many environments' is answered by 'five continuous RL tasks' (lexicon
+    COUNTED_KIN); 'how many GPUs' never by a number of tasks."""
+    assert counts(text, asked) is given
+
+
 def test_a_number_of_what_a_count_asks_for_outweighs_other_figures() -> None:
     """'how many extra parameters' of BoRA: its '$b^2r$ additional parameters' holds no
     digit, and the LoRA background sentence with a figure led the answer."""

@@ -25,8 +25,9 @@ from functools import lru_cache
 import numpy as np
 
 from rag.config import DATA_DIR, load_fitted
+from rag.lexicon import COUNTED_KIN
 from rag.question.reading import NAME, Query
-from rag.text import forms_of, mentions, overlap, plain, split_sentences
+from rag.text import forms_of, mentions, overlap, plain, split_sentences, stem
 from rag.types import Hit, Source
 
 # How far below the best source's cosine another source still answers. None for a question
@@ -211,9 +212,18 @@ def names(text: str, thing: str, asked: str) -> bool:
 
 def _noun(text: str, thing: str) -> str | None:
     """A pattern for the words of a text that are forms of `thing` (its Snowball stem:
-    'GPUs' for 'GPU', 'realizations' for 'realization'); None when the text has none."""
-    forms = forms_of(text, thing)
-    return rf"\b(?:{'|'.join(map(re.escape, forms))})\b" if forms else None
+    'GPUs' for 'GPU', 'realizations' for 'realization') or of its kin ('tasks' for
+    'environments': lexicon COUNTED_KIN); None when the text has none."""
+    forms = [f for word in _kin(thing) for f in forms_of(text, word)]
+    return rf"\b(?:{'|'.join(map(re.escape, dict.fromkeys(forms)))})\b" if forms else None
+
+
+@lru_cache(maxsize=1024)
+def _kin(thing: str) -> tuple[str, ...]:
+    """`thing` and the nouns a number of it may be given in ('environments' -> 'tasks', ...)."""
+    wanted = stem(thing)
+    kin = [w for group in COUNTED_KIN if wanted in {stem(g) for g in group} for w in group]
+    return tuple(dict.fromkeys([thing, *kin]))
 
 
 def candidates(hits: list[Hit], query: Query) -> list[int]:
