@@ -375,7 +375,19 @@ class Assistant:
         matches = self._matches(
             replace(read_q, topic=topic), applied, {h.paper.paper_id for h in hits}
         )
-        return replace(read_q, members=frozenset(c.paper.paper_id for c in matches.members))
+        members = frozenset(c.paper.paper_id for c in matches.members)
+        notices = read_q.notices
+        if not members:  # 'which iclr 2026 papers are about autonomous driving'
+            notices = (
+                *notices,
+                Notice(
+                    "papers_none",
+                    f"no retrieved paper passed the count's cut for '{matches.topic}' "
+                    f"(P(about it) >= {matches.threshold:.2f}): the answer quotes the closest "
+                    "retrieved papers, which may only mention it",
+                ),
+            )
+        return replace(read_q, members=members, notices=notices)
 
     @property
     def glossary(self) -> acronyms.Glossary:

@@ -86,6 +86,7 @@ class Notice(str):
         "count_listed": "info",  # a large set: the first papers cited, every one in sources
         "count_nearest": "info",  # a count of none lists the closest papers, uncited
         "count_previous": "info",  # "how many of them?": the previous answer's papers counted
+        "papers_none": "info",  # 'which papers study X': none passed X's count cut
         "table_quoted": "info",  # the comparison table's cells are quoted, not written
         "table_fallback": "warning",  # no paper passed the cut: the closest ones compared
     }

@@ -404,6 +404,16 @@ def test_which_papers_cites_the_papers_a_count_would_count(seeded: Assistant) ->
     assert listed.intent == "papers" and cited and cited <= members
     retrieved = {s.paper_id for s in listed.sources}
     assert retrieved - members  # other papers were retrieved, and left uncited
+    assert not any(n.code == "papers_none" for n in listed.notices)
+    # where the count's cut takes none, the list says its papers are only the closest
+    none = seeded.ask("which iclr 2026 papers are about autonomous driving")
+    assert none.intent == "papers" and not none.abstained
+    assert seeded.ask("how many iclr 2026 papers are about autonomous driving").count == 0
+    assert [n for n in none.notices if n.code == "papers_none"] == [
+        "no retrieved paper passed the count's cut for 'autonomous driving' (P(about it) >= "
+        f"{seeded.match_model.threshold:.2f}): the answer quotes the closest retrieved "
+        "papers, which may only mention it"
+    ]
 
 
 def test_the_mean_f1_of_every_cut_at_once_is_each_cut_s_own() -> None:
