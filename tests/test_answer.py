@@ -104,6 +104,9 @@ def test_a_magnitude_in_words_is_a_figure_and_a_bare_count_word_is_not() -> None
         ("Extensive experiments across six LLMs and three datasets.", "models", True),
         ("a universal operator graph with a three-level hierarchy", "layers", True),
         ("evaluated on two benchmarks", "datasets", True),
+        # a word the plain glossary spells out: 'params' -> 'parameters', 'envs' -> 'environment'
+        ("with only $b^2r$ additional parameters", "params", True),
+        ("Experiment results on five continuous RL tasks demonstrate gains.", "envs", True),
         # a noun of no class is matched as itself only
         ("Experiment results on five continuous RL tasks demonstrate gains.", "GPUs", False),
         ("trained on eight A100 GPUs", "tasks", False),
@@ -112,7 +115,8 @@ def test_a_magnitude_in_words_is_a_figure_and_a_bare_count_word_is_not() -> None
 )
 def test_a_number_may_be_given_of_a_kin_noun(text: str, asked: str, given: bool) -> None:
     """'how many environments' is answered by 'five continuous RL tasks' (lexicon
-    COUNTED_KIN); 'how many GPUs' never by a number of tasks."""
+    COUNTED_KIN), 'how many params' by 'parameters' (the plain glossary); 'how many GPUs'
+    never by a number of tasks."""
     assert counts(text, asked) is given
 
 

@@ -26,6 +26,7 @@ import numpy as np
 
 from rag.config import DATA_DIR, load_fitted
 from rag.lexicon import COUNTED_KIN
+from rag.question.plain import words_for
 from rag.question.reading import NAME, Query
 from rag.text import forms_of, mentions, overlap, plain, split_sentences, stem
 from rag.types import Hit, Source
@@ -220,10 +221,13 @@ def _noun(text: str, thing: str) -> str | None:
 
 @lru_cache(maxsize=1024)
 def _kin(thing: str) -> tuple[str, ...]:
-    """`thing` and the nouns a number of it may be given in ('environments' -> 'tasks', ...)."""
-    wanted = stem(thing)
-    kin = [w for group in COUNTED_KIN if wanted in {stem(g) for g in group} for w in group]
-    return tuple(dict.fromkeys([thing, *kin]))
+    """`thing`, the word the plain glossary gives for it ('params' -> 'parameters', 'envs'
+    -> 'environment'), and the nouns a number of either may be given in ('environments' ->
+    'tasks', ...)."""
+    typed = [thing, *words_for(thing)]
+    wanted = {stem(t) for t in typed}
+    kin = [w for group in COUNTED_KIN if wanted & {stem(g) for g in group} for w in group]
+    return tuple(dict.fromkeys([*typed, *kin]))
 
 
 def candidates(hits: list[Hit], query: Query) -> list[int]:

@@ -56,6 +56,13 @@ def load(path: Path = GLOSSARY) -> Table:
     return table
 
 
+def words_for(word: str, table: Table | None = None) -> tuple[str, ...]:
+    """The one-word field terms the glossary gives for one typed word: 'params' ->
+    ('parameters',), 'envs' -> ('environment',); () for a word it does not list."""
+    table = load() if table is None else table
+    return tuple(t for t in table.get(_key(word), ()) if " " not in t.strip())
+
+
 def expand(
     text: str, holds: Callable[[str], bool], table: Table | None = None
 ) -> tuple[str, tuple[Expansion, ...]]:
