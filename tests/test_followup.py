@@ -159,6 +159,9 @@ def test_a_detail_asked_with_no_topic_of_its_own_leans_on_the_answer_before(
     assert topicless("how many parameters") == topicless("what baselines") == 1.0
     assert topicless("how many extra parameters") == topicless("limitations?") == 1.0
     assert topicless("dataset distillation") == topicless("which methods") == 0.0
+    # a word as the plain glossary spells it out: 'envs' is 'environment', 'params' 'parameters'
+    assert topicless("how many envs") == topicless("how many params") == 1.0
+    assert topicless("how many envs of the ocean") == 0.0  # 'ocean' names a topic
     chat = seeded.conversation()
     chat.ask("training the draft model to match tree based verification", mode="extractive")
     benchmarks = chat.ask("which benchmarks", mode="extractive")

@@ -61,6 +61,7 @@ from rag.lexicon import (
     PROBLEM_NOUNS,
 )
 from rag.logistic import Model
+from rag.question.plain import words_for
 from rag.question.reading import Query
 from rag.text import content_words, mentions, overlap, tokens
 
@@ -121,8 +122,16 @@ def features(
         "new_terms": 1.0 - len(held) / len(named) if named else 0.0,
         "previous_overlap": overlap(asked, previous) if previous else 0.0,
         "own_scope": float(_own_scope(query)),
-        "topicless": float(bool(words) and words <= TOPICLESS_STEMS),
+        "topicless": float(bool(words) and all(map(_names_a_detail, words))),
     }
+
+
+def _names_a_detail(word: str) -> bool:
+    """Tell whether a content word (a stem) names a thing or a measure a follow-up asks of
+    the paper in focus, as typed or as the plain glossary spells it ('envs': environment)."""
+    return word in TOPICLESS_STEMS or any(
+        content_words(w) <= TOPICLESS_STEMS for w in words_for(word)
+    )
 
 
 def _own_scope(query: Query) -> bool:
