@@ -133,13 +133,7 @@ def _fitted(rows: Sequence[dict[str, Any]], l2: float) -> Model:
 
 def _refers(rows: Sequence[dict[str, Any]]) -> np.ndarray:
     """The rows a rule reads as follow-ups whatever the model says."""
-    return np.array(
-        [
-            followup.points_back(r["features"]) or followup.asks_a_detail(r["features"])
-            for r in rows
-        ],
-        dtype=bool,
-    )
+    return np.array([followup.leans_back(r["features"]) for r in rows], dtype=bool)
 
 
 def _alone(rows: Sequence[dict[str, Any]]) -> np.ndarray:

@@ -102,17 +102,22 @@ def _with_best_threshold(model: Model, rows: Sequence[dict[str, Any]]) -> Model:
     and a model cut there got 47 of 79 held-out counts right where the draws' median,
     0.358, got 52. The median sits where most draws agree."""
     probability = [model.confidence(r["features"]) if r["features"] else -1.0 for r in rows]
-    levels = sorted({p for p in probability if p >= 0}, reverse=True)
+    levels = [p for p in probability if p >= 0]
     if not levels:
         return logistic.with_threshold(model, 0.5)
-    cuts = np.asarray(levels, dtype=float)
-    halfway = (cuts + np.append(cuts[1:], 0.0)) / 2  # each level's cut, below it
-    each = f1_per_question(rows, probability, cuts)
+    # every question's F1 at every level, highest first, as best_threshold scores them
+    each = f1_per_question(rows, probability, np.asarray(sorted(set(levels), reverse=True)))
     draws = np.random.default_rng(SEED).multinomial(
         len(each), np.full(len(each), 1 / len(each)), size=RESAMPLES
     )
-    best = np.argmax(draws @ each, axis=1)  # the first, highest cut wins a tie
-    return logistic.with_threshold(model, float(np.median(halfway[best])))
+    cuts = []
+    for draw in draws:
+
+        def drawn(_: np.ndarray, draw: np.ndarray = draw) -> np.ndarray:
+            return draw @ each  # the draw's summed F1 at each level
+
+        cuts.append(logistic.best_threshold(levels, scores=drawn))
+    return logistic.with_threshold(model, float(np.median(cuts)))
 
 
 def question_sets(

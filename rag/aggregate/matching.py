@@ -104,12 +104,13 @@ class _Weighed:
         """Paper `i`'s evidence of being about the topic (see the module docstring)."""
         topic, terms = self.topic, retriever.terms
         text = f"{paper.label} {paper.abstract}"
-        held = terms.coverage(topic, text, names) > 0
-        stated = [_stated(s, names) for s in split_sentences(paper.abstract)] if held else []
+        coverage = terms.coverage(topic, text, names)
+        sentences = split_sentences(paper.abstract) if coverage > 0 else []
+        stated = [_stated(s, names) for s in sentences]
+        if stated != sentences:  # an example clause held some of its words
+            coverage = terms.coverage(topic, " ".join([paper.label, *stated]), names)
         return {
-            "coverage": terms.coverage(topic, " ".join([paper.label, *stated]), names)
-            if held
-            else 0.0,
+            "coverage": coverage,
             "sentence_coverage": max(
                 (terms.coverage(topic, s, names) for s in stated), default=0.0
             ),

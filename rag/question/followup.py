@@ -178,7 +178,7 @@ def follows_up(features_of: dict[str, float], model: Model | None = None) -> boo
     question with a pointing word does ('which datasets did they test on?'), one that
     sets its own scope with none does not (`stands_alone`), else the fitted model
     decides."""
-    if points_back(features_of) or asks_a_detail(features_of):
+    if leans_back(features_of):
         return True
     if stands_alone(features_of):
         return False
@@ -198,6 +198,13 @@ def stands_alone(features_of: dict[str, float]) -> bool:
     return features_of["own_scope"] > 0 and not (
         features_of["refers"] or features_of["ordinal"] or features_of["one"]
     )
+
+
+def leans_back(features_of: dict[str, float]) -> bool:
+    """Tell whether a rule reads the question as a follow-up whatever the model says: a
+    pointing word decides (`points_back`) or it asks a detail naming no topic
+    (`asks_a_detail`)."""
+    return points_back(features_of) or asks_a_detail(features_of)
 
 
 def asks_a_detail(features_of: dict[str, float]) -> bool:
