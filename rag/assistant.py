@@ -285,6 +285,7 @@ class Assistant:
         prefer: Sequence[str] = (),
         focus_only: bool = False,
         translations: dict[str, Translation] | None = None,
+        shown: Iterable[str] = (),
     ) -> Answer:
         """Retrieve and answer one question.
 
@@ -293,7 +294,8 @@ class Assistant:
         previous scope), less the fields in `ignore_scope`; papers in `prefer` (what a
         follow-up refers to) rank first, and with `focus_only` only they answer (when the
         search finds them); `translations` caches the English of questions in
-        other languages (a conversation's).
+        other languages (a conversation's); `shown`: the sentences the answer before
+        quoted, which a follow-up's offline answer adds to rather than repeats.
         """
         question = question.strip()
         if not question:
@@ -303,6 +305,8 @@ class Assistant:
         read_q, applied = self.plan(
             question, filters, ignore_scope, query, context_filters, mode, translations
         )
+        if shown:
+            read_q = replace(read_q, shown=frozenset(shown))
         searched = read_q.text
         t0 = time.perf_counter()
         sides = self._sides(read_q, applied) if self._about_many(read_q, query) else []
@@ -677,6 +681,7 @@ class Conversation:
         follow-up names one, and the papers it refers to rank first (or alone)."""
         last = self.turns[-1].answer
         options = {**options, "context_filters": Filters(**last.applied_filters)}
+        options["shown"] = [h for s in last.sources if s.cited for h in s.highlights]
         if condensed:  # a condensed query already names what 'it' is
             return options
         options["prefer"] = referred_papers(last, read_q)

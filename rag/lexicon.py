@@ -49,7 +49,7 @@ GRAMMAR = PREPOSITIONS | _words(
     """to by than then so but not no also both each such while all some any more most other
     this that these those it its they them their i me my we our you your who whom which
     what why where when how is are was were be been being has have had do does did doing
-    done can could should would will may might there one two"""
+    done can could should would will may might there one two many much"""
 )
 RESEARCH = _words(
     """paper papers work works study studies studied approach approaches method methods

@@ -12,6 +12,7 @@ from rag.assistant import Assistant
 from rag.logistic import Model
 from rag.question import followup
 from rag.question.reading import read
+from rag.text import content_words
 
 
 def test_one_counts_when_it_stands_for_a_paper_not_a_number() -> None:
@@ -210,3 +211,28 @@ def test_a_longer_question_with_its_own_them_starts_a_new_topic(fake_seeded: Ass
     assert read_q.refers_back  # 'them' is a pointing word ...
     assert not chat.leans_back(read_q)  # ... of its own subject here
     assert chat.leans_back(fake_seeded.read("how does it work?"))
+
+
+def test_how_many_is_no_content_word_so_a_short_pointing_question_leans_back(
+    seeded: Assistant,
+) -> None:
+    """'how many extra params does it add' after 'bora': 'many' counted as a fourth content
+    word, so the pointing word did not decide and the question was searched alone."""
+    assert "mani" not in content_words("how many extra params does it add")
+    chat = seeded.conversation()
+    chat.ask("bora", mode="extractive")
+    params = chat.ask("how many extra params does it add", mode="extractive")
+    assert params.follow_up and "b^2r" in params.answer
+
+
+def test_a_follow_ups_answer_adds_to_the_sentences_shown_before(seeded: Assistant) -> None:
+    """The answer before quoted the paper's lead sentence; the follow-up's second sentence
+    is one it has not shown (the contribution again said nothing new)."""
+    chat = seeded.conversation()
+    first = chat.ask("high dimensional theory for imbalanced classification", mode="extractive")
+    shown = {h for s in first.sources if s.cited for h in s.highlights}
+    assert shown
+    minority = chat.ask("what helps the minority class", mode="extractive")
+    assert minority.follow_up and not minority.abstained
+    quoted = [h for s in minority.sources if s.cited for h in s.highlights]
+    assert len(quoted) == 2 and not shown & set(quoted)

@@ -155,6 +155,8 @@ class Query:
     compared: tuple[str, ...] = ()  # 'compare X and Y' -> ('X', 'Y'); () for a set
     columns: tuple[str, ...] = ()  # a comparison's columns: ('problem', 'method', ...)
     detail: str = ""  # a follow-up's own words when `text` is its standalone query
+    # the sentences the answer before quoted: a follow-up's answer adds to them
+    shown: frozenset[str] = frozenset()
     # 'which papers study calibration?': the retrieved papers the count's cut finds about
     # its topic (rag/aggregate/matching.py); None where not weighed
     members: frozenset[str] | None = None
