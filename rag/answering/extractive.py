@@ -396,14 +396,11 @@ def _score(query: Query, sentence: str, similarity: float) -> float:
 def _complement(query: Query, sentences: list[str], order: list[int]) -> list[int]:
     """A second sentence when another one holds more of the wanted answer, or when the
     best one only sets the scene and another states the contribution: one the answer
-    before has not shown (`Query.shown`), else the best sentence it has not shown. A
-    follow-up's answer used to repeat the contribution the answer before had just quoted
-    ('what helps the minority class' after the imbalanced-classification paper's lead
-    sentence). Measured on dev, where it won 3 follow-ups and lost none; held out it lost
-    test.jsonl t040 'what is the method called?' (the answer before had shown 'our
-    method, BoGrape'). Quoting the contribution again for a definition, tried after that,
-    kept t040 and lost dev6 f032 ('what are the two strategies they propose', read as a
-    definition): not kept, as dev decides."""
+    before has not shown (`Query.shown`), else the best sentence it has not shown: a
+    follow-up's answer used to repeat the contribution just quoted ('what mitigates the
+    minority accuracy drop' after the imbalanced-classification paper's lead sentence).
+    Quoting it again for a definition ('what is the method called?') lost a dev follow-up
+    read as one (docs/evaluation.md, session 26)."""
     best = sentences[order[0]]
     if query.wants:
         have = evidence(query, best)
