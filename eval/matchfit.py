@@ -53,9 +53,8 @@ def candidate_rows(
         read_q, applied = assistant.plan(q.question)
         topic = read_q.topic or read_q.keywords
         alternatives = alternatives_of(read_q.text)
-        found, _ = assistant.matcher.candidates(
-            topic, applied, read_q.terms, alternatives=alternatives
-        )
+        names = assistant.topic_names(read_q)  # as a count reads them (`Assistant._matches`)
+        found, _ = assistant.matcher.candidates(topic, applied, names, alternatives=alternatives)
         rows += [
             {
                 "id": q.id,

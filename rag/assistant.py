@@ -422,7 +422,7 @@ class Assistant:
             return bool(read_q.topic)
         return read_q.intent == "comparison" and bool(read_q.compared or read_q.topic)
 
-    def _topic_names(self, read_q: Query) -> tuple[str, ...]:
+    def topic_names(self, read_q: Query) -> tuple[str, ...]:
         """The names a count or comparison topic holds: those typed as names, and the
         words the abstracts write as one ('clip' -> CLIP; see `Retriever.written_names`)."""
         written = self.retriever.written_names(read_q.topic)
@@ -434,7 +434,7 @@ class Assistant:
     ) -> matching.Matches:
         """The papers of the scope about the question's topic (rag/aggregate/matching.py),
         or about either side of an 'or' in it; with `within`, of those papers only."""
-        names = self._topic_names(read_q)
+        names = self.topic_names(read_q)
         alternatives = alternatives_of(read_q.text)
         return self.matcher.match(
             read_q.topic, self.match_model, applied, names, within, alternatives

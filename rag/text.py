@@ -122,7 +122,7 @@ def mentions(text: str, term: str) -> bool:
 def _term_pattern(term: str) -> re.Pattern[str]:
     """A number may carry a unit ('32' in '32B'), an acronym sit in a longer one ('MDP'
     in 'CMDPs', 'SGD' in 'SGDM'); any other term is a whole word ('DeMo' in 'demonstrate'
-    is not)."""
+    is not), a version number aside ('Qwen' in 'Qwen3-8B')."""
     term = term.strip()
     body = re.escape(term)
     if re.fullmatch(r"\d+(?:\.\d+)?", term):
@@ -130,7 +130,7 @@ def _term_pattern(term: str) -> re.Pattern[str]:
     if re.fullmatch(r"[A-Z][A-Z0-9]+", term):
         # also the end of a name coined on it: 'DPO' in 'ActiveDPO', 'CLIP' in 'NeuCLIP'
         return re.compile(rf"(?<![a-z]){body}(?:s)?(?![a-z])|(?<=[a-z]){body}(?![\w-])")
-    return re.compile(rf"(?<![\w]){body}(?:e?s)?(?![\w])", re.I)
+    return re.compile(rf"(?<![\w]){body}(?:e?s)?(?![^\W\d])", re.I)
 
 
 def singular_acronyms(text: str) -> str:

@@ -206,12 +206,19 @@ def forbid_bm25_build(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def old_written_as(abstracts: list[str], word: str) -> str | None:
-    """`Retriever._written_as` before 2026-12 (a regex over every abstract), stem test aside."""
+    """`Retriever._written_as` as a regex over every abstract, stem test aside: the word
+    as a whole run of word characters and hyphens, as the head of one ('ImageNet' of
+    'ImageNet-1K'), or as the letters before a version number ('Qwen' of 'Qwen3-8B')."""
     from collections import Counter
 
     from rag.retrieval.retrieve import WRITTEN_AS_NAME
 
-    pattern = re.compile(rf"(?<![\w-]){re.escape(word)}s?(?![\w-])", re.I)
+    run_end = r"(?=-|(?![\w-]))"
+    body = re.escape(word)
+    forms = [rf"(?<![\w-]){body}s?{run_end}"]
+    if len(word) >= 3 and word.isalpha():
+        forms.append(rf"(?<![\w-]){body}(?=\d\w*{run_end})")
+    pattern = re.compile("|".join(forms), re.I)
     uses = Counter(
         m.group().removesuffix("s") if m.group()[:-1].casefold() == word else m.group()
         for text in abstracts
@@ -234,6 +241,8 @@ def test_the_names_table_reads_every_word_as_the_per_word_scan_did() -> None:
     table = names_written(abstracts)
     assert {w: table.get(w) for w in words} == {w: old_written_as(abstracts, w) for w in words}
     assert table["llm"] == "LLM" and table["nash"] == "Nash"
+    assert (table["imagenet"], table["qwen"], table["llama"]) == ("ImageNet", "Qwen", "LLaMA")
+    assert "second" not in table  # 'Second-order' opens a sentence; 'second-order' elsewhere
 
 
 def test_the_name_and_acronym_tables_load_with_bm25_instead_of_a_pass_over_the_abstracts(

@@ -199,7 +199,7 @@ def test_a_count_of_topics_joined_by_or_counts_a_paper_about_either(seeded: Assi
     for source in answer.sources:
         assert any(w in source.text.casefold() for w in ("queue", "routing", "scheduling"))
     read_q, applied = seeded.plan(question)
-    names = seeded._topic_names(read_q)
+    names = seeded.topic_names(read_q)
     whole = seeded.matcher.match(read_q.topic, seeded.match_model, applied, names)
     assert len(whole.members) < 3  # the topic as one: a paper must hold all its words
 
@@ -225,6 +225,20 @@ def test_a_topic_named_only_as_an_example_covers_none_of_its_words(seeded: Assis
     assert "orthonormal" in matching._stated(sentence, ()) and "DCT" not in matching._stated(
         sentence, ()
     )
+
+
+def test_a_dataset_or_model_the_abstracts_name_is_counted_where_it_is_an_example(
+    seeded: Assistant,
+) -> None:
+    """'imagenet' is a name the seeds write as 'ImageNet-1K' only, both times in a list of
+    what the experiments used ("datasets, including ImageNet-1K"): read as the name, its
+    mention there counts, so both papers that evaluate on it are counted; 'qwen' is the
+    name of 'Qwen3-8B' and 'Qwen3-30B'."""
+    retriever = seeded.retriever
+    assert retriever.written_names("papers that run qwen or llama models") == ("Qwen", "LLaMA")
+    answer = seeded.ask("how many papers evaluate on imagenet")
+    counted = [s for s in answer.sources if s.cited]
+    assert answer.count == 2 and all("ImageNet-1K" in s.text for s in counted)
 
 
 def test_the_eval_scores_a_count_by_its_counted_papers_only() -> None:

@@ -43,6 +43,9 @@ from rag.text import (
         ("policy ratio clipping", "CLIP", False),
         ("per-example clipping", "CLIP", False),
         ("the DPOs we compare", "DPO", True),
+        ("models like Qwen3-30B", "Qwen", True),  # a name with its version number
+        ("on LLaMA-3.1-8B", "llama", True),
+        ("the Qwenish model", "Qwen", False),
     ],
 )
 def test_mentions_a_term_as_a_word(text: str, term: str, found: bool) -> None:

@@ -493,19 +493,20 @@ class Retriever:
         state = {
             "bm25": bm25.to_state(arrays=False),
             "terms": terms.to_state(),
-            "names": self.names(),
             "acronyms": [self._acronyms(), self._written],
         }
         snapshots.write(self.settings, "retrieval", stamp, state)
-        # and the spelling counts as their own snapshot (`_scan` counted them)
+        # and the spelling counts and names as their own snapshots (`_scan` counted them)
         snapshots.write(self.settings, "spelling", stamp, dict(self.spelling_counts()))
+        self._save_names(stamp, self.names())
+
+    def _save_names(self, stamp: str, names: dict[str, str]) -> None:
+        snapshots.write(self.settings, "names", stamp, {"version": NAMES_VERSION, "names": names})
 
     def _adopt_tables(self, saved: dict[str, Any]) -> None:
-        """Take the names and acronym tables a retrieval snapshot holds (an older one holds
-        none: they are then made on first use)."""
-        names, acronyms = saved.get("names"), saved.get("acronyms")
-        if isinstance(names, dict):
-            self._names = names
+        """Take the acronym tables a retrieval snapshot holds (an older one holds none:
+        they are then made on first use)."""
+        acronyms = saved.get("acronyms")
         if isinstance(acronyms, list) and len(acronyms) == 2:
             self._long_forms, self._written = acronyms
 
@@ -633,10 +634,11 @@ class Retriever:
     def written_names(self, text: str) -> tuple[str, ...]:
         """The words typed in lower case that the stored abstracts write as a name in
         nearly every place they use them: 'clip' -> CLIP (written so wherever it stands
-        alone; 'clipping', which shares its stem, is another word); not 'map', which
-        abstracts also write as a word, nor 'llms', which matches LLMs alone anyway.
-        Decided by the corpus, so a common English word is read as a name only where the
-        abstracts use it as one."""
+        alone; 'clipping', which shares its stem, is another word), 'imagenet' ->
+        ImageNet (of 'ImageNet-1K'), 'qwen' -> Qwen (of 'Qwen3-8B'); not 'map', which
+        abstracts also write as a word. Decided by the corpus, so a common English word
+        is read as a name only where the abstracts use it as one. A name is matched as
+        written (rag.text.mentions) and kept where a paper names it as an example."""
         found = []
         for word in dict.fromkeys(re.findall(r"(?<![\w-])[a-z][a-z0-9]+(?![\w-])", text)):
             name = self._written_as(word)
@@ -646,40 +648,34 @@ class Retriever:
 
     def _written_as(self, word: str) -> str | None:
         """The one way the stored abstracts write `word` (any case, plural too) in at
-        least WRITTEN_AS_NAME of its uses, when that is not lower case and other stored
-        words share its stem (else the word matches what the name would); cached until
-        the store changes."""
-        if word in self._names_written:
-            return self._names_written[word]
-        name = self.names().get(word)
-        if name is not None and not self._stem_is_shared(word):
-            name = None
-        self._names_written[word] = name
-        return name
+        least WRITTEN_AS_NAME of its uses, when that is not lower case; cached until the
+        store changes."""
+        if word not in self._names_written:
+            self._names_written[word] = self.names().get(word)
+        return self._names_written[word]
 
     def names(self) -> dict[str, str]:
         """Every lower-case word the stored abstracts write one non-lower-case way in at
         least WRITTEN_AS_NAME of its uses: {'clip': 'CLIP'} (one pass over the abstracts,
-        1M papers: about a minute, so it is saved with BM25; `_written_as` once scanned
-        every abstract for each word a question held, ~18 s a word at 1M)."""
+        1M papers: about a minute, so it is saved as its own snapshot, `names.snap`, read
+        by the first count; `_written_as` once scanned every abstract for each word a
+        question held, ~18 s a word at 1M)."""
         table = self._names
         if table is None:
             with self._lock:
                 if self._names is None:
-                    self._names = names_written(
-                        sp.paper.abstract for sp in self.catalog.papers.values()
-                    )
+                    stamp = self.catalog.stamp
+                    saved = snapshots.read(self.settings, "names", stamp)
+                    if isinstance(saved, dict) and saved.get("version") == NAMES_VERSION:
+                        self._names = dict(saved["names"])
+                    else:  # none, or made by an earlier rule: made again
+                        self._names = names_written(
+                            sp.paper.abstract for sp in self.catalog.papers.values()
+                        )
+                        if stamp:
+                            self._save_names(stamp, self._names)
                 table = self._names
         return table
-
-    def _stem_is_shared(self, word: str) -> bool:
-        """Tell whether other stored words share the word's stem ('clipping' with 'clip'):
-        only then does reading it as a name change what it matches."""
-        stem = content_words(word)
-        others = [
-            w for w in self.spelling_counts() if w[:3] == word[:3] and w not in (word, word + "s")
-        ]
-        return bool(stem) and any(content_words(w) == stem for w in others)
 
     def acronym_spellings(self) -> dict[str, str]:
         """The acronyms the stored abstracts spell out, as they write them: {'dpo': 'DPO',
@@ -1020,6 +1016,9 @@ def _dot(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
     return np.einsum("ij,j->i", matrix, vector)
 
 
+NAMES_VERSION = (
+    2  # bump when `names_of_runs` changes what it finds: saved tables are then made again
+)
 _NAME_WORD = re.compile(r"[a-z][a-z0-9]+")  # the words `written_names` looks up
 
 
@@ -1036,22 +1035,42 @@ def names_written(abstracts: Iterable[str]) -> dict[str, str]:
 
 
 def names_of_runs(runs: Counter[str]) -> dict[str, str]:
-    """`names_written` from the runs its abstracts hold, counted."""
+    """`names_written` from the runs its abstracts hold, counted. A run's head counts as a
+    use too, the word before its first hyphen and the letters before a version number:
+    'ImageNet' of 'ImageNet-1K', 'LLaMA' of 'LLaMA-3', 'Qwen' of 'Qwen3-8B' (and 'low' of
+    'low-rank', so that 'Low-rank' opening a sentence makes no name of 'low')."""
     uses: dict[str, Counter[str]] = {}
     for run, times in runs.items():
-        if not run.isascii():  # (the words looked up are ASCII)
-            continue
-        folded = run.lower()
-        if _NAME_WORD.fullmatch(folded):
-            uses.setdefault(folded, Counter())[run] += times
-        if len(run) > 2 and run[-1] in "sS" and _NAME_WORD.fullmatch(folded[:-1]):
-            uses.setdefault(folded[:-1], Counter())[run.removesuffix("s")] += times
+        for written in _run_words(run):
+            if not written.isascii():  # (the words looked up are ASCII)
+                continue
+            folded = written.lower()
+            if _NAME_WORD.fullmatch(folded):
+                uses.setdefault(folded, Counter())[written] += times
+            if len(written) > 2 and written[-1] in "sS" and _NAME_WORD.fullmatch(folded[:-1]):
+                uses.setdefault(folded[:-1], Counter())[written.removesuffix("s")] += times
     names = {}
     for word, forms in uses.items():
         written, times = forms.most_common(1)[0]
         if written != written.lower() and times >= WRITTEN_AS_NAME * forms.total():
             names[word] = written
     return names
+
+
+_VERSIONED = re.compile(r"([A-Za-z]{3,})\d[\w.]*")  # 'Qwen3', 'ResNet50': a name, a version
+
+
+def _run_words(run: str) -> list[str]:
+    """A run and its head: 'ImageNet-1K' -> ['ImageNet-1K', 'ImageNet'], 'Qwen3-8B' ->
+    ['Qwen3-8B', 'Qwen3', 'Qwen'], 'CLIP' -> ['CLIP']."""
+    found = [run]
+    head = run.split("-", 1)[0]
+    if head and head != run:
+        found.append(head)
+    versioned = _VERSIONED.fullmatch(head)
+    if versioned:
+        found.append(versioned[1])
+    return found
 
 
 def _count_acronyms(
