@@ -164,17 +164,6 @@ FIGURE_NOUNS = _words(
 )
 # Not a thing counted in the abstract's own words: ratios, shares, score points.
 NOT_COUNTED = _words("times fold percent percentage points point more less")
-# Kinds of thing known by a proper name, which a 'which ...' answer must then give ('a
-# major online dating platform' does not say which). Other nouns are often answered by a
-# description ('what kernel does BoGrape use?' -> 'shortest-path graph kernels'). From
-# eval questions natural n216 / n217 and zh-heldout h009 (Query.name_asked).
-NAMED_KINDS = _words(
-    """platform platforms company companies dataset datasets benchmark benchmarks corpus
-    corpora gpu gpus tpu tpus chip chips accelerator accelerators hardware cluster
-    university universities institution institutions lab labs organization organizations
-    organisation country countries city cities website websites app apps library libraries
-    toolkit toolkits simulator simulators robot robots game games"""
-)
 # The columns a comparison table may have, and the words in a question that ask for one.
 COLUMN_WORDS = {
     "problem": _words(
@@ -376,7 +365,6 @@ NOT_A_COUNTED_WORD = _words(
     with by at from per it they the a an and or but than"""
 )
 WHICH = _words("which what")  # what asks for a thing to be named
-AUXILIARIES = _words("do does did is are was were has have had can could will would")
 COUNTING_WORDS = "how many total count counted number altogether overall"  # nothing counted
 # 'compare X and Y', 'X vs Y'; 'compare the datasets of X and Y'; 'in terms of speed'.
 COMPARE_LEADS = phrases_of(

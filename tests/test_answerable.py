@@ -143,7 +143,6 @@ def test_counts_the_record_gives_pass(question: str, abstract: str) -> None:
 def test_what_a_count_question_counts() -> None:
     assert read("how many GPUs did DeMo use for training?").counted == "GPUs"
     assert read("how many uncertainty scenarios can it run at once").counted == "scenarios"
-    assert read("how many A100 GPT-2 runs?").counted == "A100"
     assert read("how many times faster is GTO?").counted == ""
     assert read("how many ICLR 2026 papers use CLIP?").counted == ""  # a count of papers
     assert read("how many kinds of tasks did they evaluate on").counted == "tasks"
@@ -162,50 +161,6 @@ def test_a_count_written_as_a_word_answers_a_longer_noun_phrase() -> None:
     abstract = "Experiment results on five continuous RL tasks show gains. We propose a method."
     question = read("how many continuous control tasks in the experiments")
     assert answerable.missing_detail(question, _hit(abstract)) is None
-
-
-DATING = (
-    "We propose MRet. Empirical evaluations on real-world datasets from a major online "
-    "dating platform show that MRet achieves higher user retention."
-)
-
-
-@pytest.mark.parametrize(
-    ("question", "abstract", "refused"),
-    [
-        ("which dating platform did mret use", DATING, "does not name the platform"),
-        ("what dataset did MRet evaluate on?", DATING, "does not name the dataset"),
-        ("which gpu did demo train on", "DeMo sends 85x less data per GPU than AdamW.", "gpu"),
-        # named beside the noun, before or after it (behind a linking word at most)
-        ("which platform did MRet use?", "Data from the Tinder platform show MRet wins.", ""),
-        ("which platform did MRet use?", "Logs from Tinder platform show MRet wins.", ""),
-        ("which GPUs did DeMo use?", "We train DeMo on eight A100 GPUs.", ""),
-        ("which datasets does X use?", "We evaluate X on datasets such as ImageNet.", ""),
-        ("which benchmarks does GTO use?", "GTO gains on benchmarks (MT-Bench, GSM8K).", ""),
-        # the noun is not in the abstract: nothing to judge ('MT-Bench' may be one)
-        ("which benchmarks does GTO use?", "GTO gains 7.4% on MT-Bench and GSM8K.", ""),
-        # a kind of thing answered by a description, not a name
-        ("what kernel does BoGrape use?", "BoGrape uses shortest-path graph kernels.", ""),
-        # a name the question holds is no answer
-        ("which DPO dataset does AuxDPO use?", "AuxDPO trains on a DPO dataset.", "dataset"),
-    ],
-)
-def test_a_which_question_needs_a_name_beside_what_it_asks(
-    question: str, abstract: str, refused: str
-) -> None:
-    why = answerable.missing_detail(read(question), _hit(abstract))
-    if refused:
-        assert refused in (why or ""), why
-    else:
-        assert why is None, why
-
-
-def test_what_a_which_question_asks_to_be_named() -> None:
-    assert read("which dating platform did MRet use?").name_asked == "platform"
-    assert read("what GPU does DeMo train on").name_asked == "GPU"
-    assert read("which papers did MRet cite?").name_asked == ""  # papers, not a name
-    assert read("what kernel does BoGrape use?").name_asked == ""  # described, not named
-    assert read("which ICLR 2026 papers use datasets").name_asked == ""
 
 
 def test_low_confidence_and_missing_details_are_refused() -> None:

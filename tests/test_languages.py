@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,6 @@ from rag import prompts
 from rag.assistant import Assistant
 from rag.cli import main
 from rag.question import language
-from rag.question.reading import read
 from rag.question.translate import gloss_latin, gloss_zh, translate
 from tests.openai_server import OpenAIServer, Request, cite_sources, reply
 
@@ -85,20 +83,6 @@ def test_gloss_keeps_what_is_counted_after_how_many() -> None:
     assert gloss_zh("DeMo 训练时用了多少块 GPU？", nothing_held).startswith("how many GPU DeMo")
     # a Chinese noun phrase is not carried: what follows the comma is not the counted noun
     assert gloss_zh("框架一次能处理多少个场景", nothing_held).startswith("how many, ")
-
-
-def test_a_which_gloss_asks_for_the_name_of_what_follows() -> None:
-    """'哪家' / '哪个' read as 'which', and a gloss (words, not English order) asks for the
-    first thing known by a proper name after it: the name check refuses when the abstract
-    names none ('a major online dating platform')."""
-    question = "MRet 实验用的是哪家约会平台的数据"
-    english = gloss_zh(question, nothing_held)
-    assert english.startswith("which MRet")
-    glossed = replace(read(english), question=question, translated=english)
-    assert replace(glossed, translation="dictionary").name_asked == "platform"
-    assert replace(glossed, translation="dictionary", plural=True).name_asked == ""
-    dataset = gloss_zh("MRet 用的是哪个数据集", nothing_held)
-    assert replace(read(dataset), translation="dictionary").name_asked == "dataset"
 
 
 def test_gloss_uses_the_ml_glossary_before_the_dictionary() -> None:

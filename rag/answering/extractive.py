@@ -183,34 +183,6 @@ _COUNT_LINK = r"(?:of|is|are|was|were|complexity|count|number|size|totals?|about
 
 
 # A name beside a noun: a capitalised word or one with digits ('Netflix', 'A100', 'MT-Bench').
-_NAME_WORD = r"(?:[A-Z][\w\-.]*|\d+[A-Za-z][\w\-.]*)"
-_NAME_LINK = r"(?:such as|e\.g\.,?|i\.e\.,?|called|named|like|including|namely|from|on)"
-
-
-def names(text: str, thing: str, asked: str) -> bool:
-    """Tell whether a text names a `thing` a 'which ...' question asks for: a name that
-    the question (`asked`) does not hold, at most three words before a mention of it
-    ('the Netflix platform', 'eight A100 GPUs') or right after it, behind a linking word
-    at most ('LLMs (e.g., LLaMA-3.1-8B)', 'an algorithm called Matching for Retention').
-    A text that never mentions it names it nowhere, and is not judged (True): 'which
-    benchmarks ...' of an abstract listing MT-Bench and GSM8K without the word."""
-    noun = _noun(text, thing)
-    if noun is None:
-        return True
-    # (lookaheads, so that a word the check skips cannot hide the name right after it)
-    before = rf"\b(?=({_NAME_WORD})(?:[\s\-]+[\w\-]+){{0,2}}?[\s\-]+(?i:{noun}))"
-    after = rf"(?i:{noun})[\s,:;(\[]+(?:(?i:{_NAME_LINK})[\s,:]+)?({_NAME_WORD})"
-    known = {w.casefold() for w in re.findall(r"[\w\-.]+", asked)}
-    for sentence in split_sentences(text):
-        for pattern in (before, after):
-            for match in re.finditer(pattern, sentence):
-                if match.group(1).casefold().rstrip(".") in known:
-                    continue
-                if match.start(1) > 0 or pattern is after:  # (every sentence starts capitalised)
-                    return True
-    return False
-
-
 def _noun(text: str, thing: str) -> str | None:
     """A pattern for the words of a text that are forms of `thing` (its Snowball stem:
     'GPUs' for 'GPU', 'realizations' for 'realization') or of its kin ('tasks' for

@@ -33,7 +33,6 @@ from rag.lexicon import (
     ARTICLES,
     ASKS_AUTHORS,
     ASKS_CODE,
-    AUXILIARIES,
     COLUMN_DETERMINERS,
     COLUMN_LEADS,
     COLUMN_WORDS,
@@ -52,7 +51,6 @@ from rag.lexicon import (
     INSTANCE_LEADS,
     KNOWN_VENUES,
     NAME_SUFFIXES,
-    NAMED_KINDS,
     NOT_A_COUNTED_WORD,
     NOT_COUNTED,
     ORDINAL_REFS,
@@ -224,24 +222,6 @@ class Query:
         return self.wants == "number" and _HOW_MANY.search(self.english) is not None
 
     @property
-    def name_asked(self) -> str:
-        """What a 'which X ...' question of one paper asks to be named: 'which dating
-        platform did MRet use?' -> 'platform', 'what GPU does DeMo train on?' -> 'GPU';
-        '' for papers asked for, a count, or a kind of thing without proper names.
-        From eval questions natural n216 and n217 (refused: the abstract names no platform
-        or GPU) and, for a gloss, zh-heldout h009 (哪家约会平台); all three lose their refusal
-        without it."""
-        if self.plural or self.wants == "number" or self.intent == "definition":
-            return ""
-        if self.translation in ("dictionary", "cognates"):  # a gloss keeps words, not order
-            words = [t for t in tokens(self.english) if t.is_word]
-            which = next((i for i, t in enumerate(words) if t.key == "which"), None)
-            after = [] if which is None else words[which + 1 :]
-            return next((t.text for t in after if t.key in NAMED_KINDS), "")
-        head = _head_before_verb(self.english)
-        return head if head.casefold() in NAMED_KINDS else ""
-
-    @property
     def counts_without_topic(self) -> bool:
         """'how many of them?', 'how many are there', 'how many in total': a count that
         names nothing to count, so in a conversation it counts the previous answer's
@@ -262,38 +242,9 @@ class Query:
         words = _counted_words(self.english)
         if not words or words[0].casefold() in NOT_COUNTED:
             return ""
-        named = {t.casefold() for t in self.terms}
-        # a name right after a name: from eval question zh-heldout h019 (its gloss 'how many
-        # A100 GN-IVO training'); zh z058 ('how many GPU DeMo ...') loses its refusal without it
-        if len(words) > 1 and words[1].casefold() in named and not words[0].islower():
-            return words[0]
-        # else the head is the first plural: 'new rotation representations' ->
+        # the head is the first plural: 'new rotation representations' ->
         # 'representations', 'continuous RL tasks' -> 'tasks', 'gpu hours' -> 'hours'
         return next((w for w in words if _plural(w)), words[:2][-1])
-
-
-def _head_before_verb(text: str) -> str:
-    """The head of the noun phrase after 'which' / 'what', right before a verb: 'which
-    dating platform did MRet use' -> 'platform'; '' when no verb follows within three
-    words."""
-    pieces = text.split()
-    for i, piece in enumerate(pieces):
-        ends = tokens(piece)
-        if not ends or ends[-1].key not in WHICH:
-            continue
-        for n in range(3):
-            head, verb = i + 1 + n, i + 2 + n
-            if verb >= len(pieces) or not all(_plain_word(w) for w in pieces[i + 1 : head + 1]):
-                break
-            first = tokens(pieces[verb])[0]
-            if first.start == 0 and first.key in AUXILIARIES:
-                return pieces[head]
-    return ""
-
-
-def _plain_word(piece: str) -> bool:
-    """'platform', 'n-draft': a letter first, then letters, digits or hyphens."""
-    return piece[:1].isascii() and piece[:1].isalpha() and hyphen_words(piece) == [piece]
 
 
 def _counted_words(text: str) -> list[str]:

