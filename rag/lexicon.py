@@ -226,9 +226,28 @@ ENTITY_NOUNS = _words(
 # entity, figure and problem nouns and the count modifiers ('extra'); 'methods' and
 # 'papers' ask of the collection instead.
 DETAIL_WORDS = _words(
-    """experiment experiments result results evaluation evaluations hardware parameter
-    parameters params gpu gpus data many much fast slow"""
+    """experiment experiments evaluation evaluations hardware parameter parameters params
+    gpu gpus data many much fast slow"""
 )
+# What a question asks of one paper when it asks how it works ('so what's their fix', 'the
+# key idea?'): the sentences that say how (rag.answering.extractive `evidence`).
+METHOD_NOUNS = _words(
+    """approach fix solution idea trick mechanism technique strategy intuition insight recipe
+    workaround"""
+)
+# ... and when it asks what the paper found ('what's the main finding', 'the explanation?').
+FINDING_NOUNS = _words(
+    """finding findings result results takeaway takeaways conclusion conclusions explanation
+    lesson lessons contribution contributions"""
+)
+# 'what do they prove': the verbs that ask for a finding after 'what do / does / did'.
+FINDING_VERBS = _words("find found show prove conclude observe discover learn demonstrate")
+# What may stand beside those nouns in a question that names no topic ('the main finding').
+MAIN_WORDS = _words("main key core central overall big biggest primary basic general")
+# Verbs after which 'how' asks how a thing is done ('how does it work'), not how much.
+HOW_VERBS = _words("does do did is are was were can could")
+LEAD_INS = _words("so and ok okay then but")  # words a typed question may open with
+POSSESSIVES = _words("their its his her our this that")
 # What a 'what / which' question asks about one paper when it asks for the gap it closes
 # ('what problem does OFMU solve', 'what is the main challenge'): the sentence naming it.
 # Not 'gap' or 'bottleneck', which name concepts too ('the information gap').

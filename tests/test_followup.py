@@ -160,6 +160,7 @@ def test_a_detail_asked_with_no_topic_of_its_own_leans_on_the_answer_before(
     assert topicless("how many parameters") == topicless("what baselines") == 1.0
     assert topicless("how many extra parameters") == topicless("limitations?") == 1.0
     assert topicless("dataset distillation") == topicless("which methods") == 0.0
+    assert topicless("what's the main finding") == topicless("their key idea?") == 1.0
     # a word as the plain glossary spells it out: 'envs' is 'environment', 'params' 'parameters'
     assert topicless("how many envs") == topicless("how many params") == 1.0
     assert topicless("how many envs of the ocean") == 0.0  # 'ocean' names a topic
@@ -236,3 +237,21 @@ def test_a_follow_ups_answer_adds_to_the_sentences_shown_before(seeded: Assistan
     assert minority.follow_up and not minority.abstained
     quoted = [h for s in minority.sources if s.cited for h in s.highlights]
     assert len(quoted) == 2 and not shown & set(quoted)
+
+
+def test_how_it_works_and_what_it_found_quote_the_sentences_that_say_so(
+    seeded: Assistant,
+) -> None:
+    """'how does it work' quotes the sentence saying how (NeuCLIP's reformulation through a
+    log-normalizer), not the problem it sets out nor its experiments; 'what's the
+    explanation', with no pronoun and no topic of its own, asks the paper in focus what it
+    found (entropic barriers), not the collection."""
+    chat = seeded.conversation()
+    chat.ask("clip training with small batches, estimating the normalizer", mode="extractive")
+    how = chat.ask("how does it work", mode="extractive")
+    assert how.follow_up and "log-normalizer" in how.answer
+    assert "Extensive experiments" not in how.answer
+    chat = seeded.conversation()
+    chat.ask("why sgd stays in one basin even though basins are connected", mode="extractive")
+    why = chat.ask("what's the explanation", mode="extractive")
+    assert why.follow_up and "entropic barriers" in why.answer

@@ -83,7 +83,12 @@ def test_venue_aliases_and_statuses_compare_one_way() -> None:
     [
         ("what is AltGDA?", "definition", None, False),
         ("explain gated linear attention for ICL", "definition", None, False),
-        ("how does DeMo work", "definition", None, False),
+        ("how does DeMo work", "definition", "method", False),  # introduced, then how
+        ("how does it work", "lookup", "method", False),  # of the paper in focus
+        ("so what's their fix", "lookup", "method", False),
+        ("what's the main finding", "lookup", "finding", False),
+        ("what do they prove", "lookup", "finding", False),
+        ("how well does it work", "figure", "number", False),
         ("how much faster is GTO than EAGLE?", "figure", "number", False),
         ("what speedup does DR-SAC get", "figure", "number", False),
         ("which papers use DCT?", "papers", None, True),

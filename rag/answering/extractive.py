@@ -99,6 +99,33 @@ GAP = re.compile(
     re.I,
 )
 
+# A sentence saying how a method works ('learns step-level values ... through a
+# group-normalized distributional matching objective', 'works by computing ...'): what a
+# 'how does it work' question wants (Query.wants 'method'), the more such words the better.
+_HOW = re.compile(
+    r"\b(via|through|by (?:\w+ing)|based on|key (?:ideas?|insights?|innovations?|components?)|"
+    r"works by|leverag\w*|rel(?:y|ies) on|consists? of|buil(?:t|ds?) on|instead of|"
+    r"in place of|replac\w*|specifically|mechanism|module|we (?:present|design|develop)|"
+    r"(?:propos|introduc|reformulat|formulat|decompos|mitigat)\w*)\b",
+    re.I,
+)
+# A sentence stating what was found ('We resolve this paradox by identifying ...', 'our
+# results highlight ...', 'we prove that ...'): what 'what's the main finding' wants.
+_FOUND = re.compile(
+    r"\b(we (?:show|find|prove|demonstrate|observe|reveal|identify|establish|derive|resolve)|"
+    r"(?:results?|findings?|analysis|experiments?) (?:show|indicate|suggest|reveal|highlight|"
+    r"demonstrate|confirm)\w*|reveal\w*|suggest\w*|identif\w*|resolv\w*|highlight\w*|"
+    r"explain\w*|theorem|guarantee\w*|outperform\w*|surpass\w*)\b",
+    re.I,
+)
+# A sentence reporting results ('Extensive experiments ... demonstrate that X outperforms')
+# or opening on what others did ('Conventional solutions often require ...', 'Prior work
+# typically projects ...'): no answer to how the paper's method works.
+_RESULTS = re.compile(r"\b(experiments?|outperform\w*|state-of-the-art|benchmarks?)\b", re.I)
+_OTHERS = re.compile(
+    r"^\W*(?:\w+\W+){0,4}?(prior|previous|existing|conventional|traditional)\b", re.I
+)
+
 Vectors = Callable[[list[str]], np.ndarray]
 # A sentence that spells a term out: "... descent-ascent (TERM) ...", "TERM, a ...",
 # "TERM (Decoupled Momentum)", "TERM: a ...", "TERM is a ...".
@@ -137,6 +164,13 @@ def evidence(query: Query, sentence: str) -> int:
     if query.wants == "entity":
         asked = query.english.casefold()
         return len({n for n in NAME.findall(sentence) if n.casefold() not in asked})
+    if query.wants == "method":  # how, not the gap it closes nor how well it does
+        said = len(_HOW.findall(sentence))
+        others = bool(GAP.search(sentence)) + bool(_RESULTS.search(sentence))
+        return max(0, min(3, said) - others - bool(_OTHERS.search(sentence)))
+    if query.wants == "finding":  # a figure is often the finding ('+3.4 pp over GRPO')
+        said = len(_FOUND.findall(sentence)) + reports_figure(sentence)
+        return max(0, min(3, said) - bool(GAP.search(sentence)))
     return 0
 
 

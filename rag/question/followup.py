@@ -57,6 +57,9 @@ from rag.lexicon import (
     DETAIL_WORDS,
     ENTITY_NOUNS,
     FIGURE_NOUNS,
+    FINDING_NOUNS,
+    MAIN_WORDS,
+    METHOD_NOUNS,
     PLURAL_NOUNS,
     PROBLEM_NOUNS,
 )
@@ -89,7 +92,10 @@ PREDICATE_STARTS = frozenset(
 Coverage = Callable[[str, str], float]  # (question, text) -> 0..1
 # The stems of a question that asks for a detail and names no topic ('which benchmarks',
 # 'how many extra parameters', 'limitations?').
-_DETAILS = ENTITY_NOUNS | FIGURE_NOUNS | PROBLEM_NOUNS | COUNT_MODIFIERS | DETAIL_WORDS
+_DETAILS = (
+    ENTITY_NOUNS | FIGURE_NOUNS | PROBLEM_NOUNS | COUNT_MODIFIERS | DETAIL_WORDS | METHOD_NOUNS
+)
+_DETAILS |= FINDING_NOUNS | MAIN_WORDS
 TOPICLESS_STEMS = content_words(" ".join(_DETAILS - PLURAL_NOUNS))
 
 

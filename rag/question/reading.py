@@ -45,16 +45,23 @@ from rag.lexicon import (
     DEFINITION_LEADS,
     ENTITY_NOUNS,
     ENTITY_REACH,
+    FINDING_NOUNS,
+    FINDING_VERBS,
     FRAME,
     GENERIC_IT,
     GROUPINGS,
+    HOW_VERBS,
     INSTANCE_LEADS,
     KNOWN_VENUES,
+    LEAD_INS,
+    MAIN_WORDS,
+    METHOD_NOUNS,
     NAME_SUFFIXES,
     NOT_A_COUNTED_WORD,
     NOT_COUNTED,
     ORDINAL_REFS,
     PLURAL_NOUNS,
+    POSSESSIVES,
     PREPOSITIONS,
     PROBLEM_NOUNS,
     REFERS_BACK,
@@ -134,7 +141,8 @@ class Query:
     read_scope: Filters = field(default_factory=Filters)  # the scope read from the question
     scope_spans: tuple[str, ...] = ()  # the words the scope was read from ("ICLR 2026")
     intent: str = "lookup"  # definition | figure | papers | comparison | yes_no | count | lookup
-    # what an answer sentence must hold: "number", "entity", "problem" (the gap) or None
+    # what an answer sentence must hold: "number", "entity", "problem" (the gap), "method"
+    # (how it works), "finding" (what it found) or None
     wants: str | None = None
     plural: bool = False  # asks for several papers
     terms: tuple[str, ...] = ()  # distinctive terms: names, quoted phrases, numbers
@@ -314,6 +322,10 @@ def read(question: str, vocabulary: Vocabulary | None = None) -> Query:
     elif _asks_for(text, ENTITY_NOUNS) and not plural and intent != "definition":
         wants = "entity"
     refers = refers_back(question)
+    if wants is None and not plural and intent in ("definition", "lookup"):
+        wants = _asks_described(text)
+        if wants and (refers or _names_nothing(subject)):  # 'how does it work', 'the fix?'
+            intent, subject = "lookup", ""
     terms = distinctive_terms(text)
     if subject and " " not in subject and len(subject) > 2 and subject.casefold() not in STOP:
         terms = tuple(dict.fromkeys((*terms, subject)))  # 'what is altgda' -> altgda
@@ -529,6 +541,43 @@ def _asks_gap(text: str, subject: str) -> bool:
         w in PROBLEM_NOUNS and i + 1 < len(words) and words[i + 1] in PREPOSITIONS
         for i, w in enumerate(words[:2])
     )
+
+
+# The words a question that asks a paper to describe itself may hold beside one of its own
+# ('how does neuclip work', 'what's the main finding'), as stems.
+_DESCRIBED_STEMS = content_words(
+    " ".join(METHOD_NOUNS | FINDING_NOUNS | MAIN_WORDS | FINDING_VERBS | {"work", "works"})
+)
+
+
+def _asks_described(text: str) -> str | None:
+    """What a question asks one paper to describe rather than name or number: 'method' for
+    how it works ('how does it work', 'so what's their fix', 'the key idea?'), 'finding'
+    for what it found ('what's the main finding', 'what do they prove'); None otherwise,
+    and for a question with more than one word of its own, whose words the answer's
+    sentences are chosen by."""
+    if len(content_words(text) - _DESCRIBED_STEMS) > 1:
+        return None  # 'how do they model the non-stationarity' asks of its own words
+    if _asks_for(text, FINDING_NOUNS):
+        return "finding"
+    if _asks_for(text, METHOD_NOUNS):
+        return "method"
+    said = [t.key for t in tokens(text) if t.key[:1].isalpha()]
+    while said and said[0] in LEAD_INS:
+        said = said[1:]
+    if len(said) > 1 and said[0] == "how" and said[1] in HOW_VERBS:
+        return "method"
+    asks_done = len(said) > 2 and said[0] in WHICH and said[1] in ("do", "does", "did")
+    if asks_done and any(word in FINDING_VERBS for word in said[2:5]):
+        return "finding"
+    return None
+
+
+def _names_nothing(subject: str) -> bool:
+    """Tell whether a definition's subject names nothing beyond what is asked of a paper:
+    'main finding', 'their key idea', 'explanation'."""
+    asked = METHOD_NOUNS | FINDING_NOUNS | MAIN_WORDS | ARTICLES | POSSESSIVES
+    return all(word in asked for word in subject.casefold().split())
 
 
 def _asks_for(text: str, nouns: frozenset[str]) -> bool:
