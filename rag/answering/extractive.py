@@ -126,6 +126,10 @@ _OTHERS = re.compile(
     r"^\W*(?:\w+\W+){0,4}?(prior|previous|existing|conventional|traditional)\b", re.I
 )
 
+# What a question asks a paper to describe (Query.wants): its words say little of which
+# sentences answer it ('how does it work'), what the sentences say of themselves does.
+DESCRIBED = ("method", "finding")
+
 Vectors = Callable[[list[str]], np.ndarray]
 # A sentence that spells a term out: "... descent-ascent (TERM) ...", "TERM, a ...",
 # "TERM (Decoupled Momentum)", "TERM: a ...", "TERM is a ...".
@@ -164,13 +168,13 @@ def evidence(query: Query, sentence: str) -> int:
     if query.wants == "entity":
         asked = query.english.casefold()
         return len({n for n in NAME.findall(sentence) if n.casefold() not in asked})
-    if query.wants == "method":  # how, not the gap it closes nor how well it does
+    if query.wants == "method":  # how, not the gap it closes, how well it does, nor others
+        if _OTHERS.search(sentence):
+            return 0
         said = len(_HOW.findall(sentence))
-        others = bool(GAP.search(sentence)) + bool(_RESULTS.search(sentence))
-        return max(0, min(3, said) - others - bool(_OTHERS.search(sentence)))
+        return max(0, min(3, said) - bool(GAP.search(sentence)) - bool(_RESULTS.search(sentence)))
     if query.wants == "finding":  # a figure is often the finding ('+3.4 pp over GRPO')
-        said = len(_FOUND.findall(sentence)) + reports_figure(sentence)
-        return max(0, min(3, said) - bool(GAP.search(sentence)))
+        return min(3, len(_FOUND.findall(sentence)) + reports_figure(sentence))
     return 0
 
 
@@ -308,6 +312,11 @@ def _choose(
             return [intro, *rest]
     if query.plural and query.wants is None:  # one line per paper: its key finding
         return [order[0]]
+    if query.wants in DESCRIBED:  # 'how does it work': the sentences that say so, the
+        # abstract's first first (its words say little of which); then the best scored
+        said = {j: evidence(query, sentences[j]) for j in order}
+        rank = {j: j if said[j] else len(sentences) + at for at, j in enumerate(order)}
+        return sorted(order, key=lambda j: (-said[j], rank[j]))[:2]
     chosen = [order[0], *(j for j in _complement(query, sentences, order) if j != order[0])]
     if query.intent == "yes_no":
         return chosen  # the deciding sentence first

@@ -319,8 +319,8 @@ def read(question: str, vocabulary: Vocabulary | None = None) -> Query:
         wants = "number"
     elif not plural and _asks_gap(text, subject):
         wants, intent, subject = "problem", "lookup", ""
-    elif _asks_for(text, ENTITY_NOUNS) and not plural and intent != "definition":
-        wants = "entity"
+    elif _asks_for(text, ENTITY_NOUNS) or _asks_which_thing(text):
+        wants = "entity" if not plural and intent != "definition" else None
     refers = refers_back(question)
     if wants is None and not plural and intent in ("definition", "lookup"):
         wants = _asks_described(text)
@@ -548,6 +548,24 @@ def _asks_gap(text: str, subject: str) -> bool:
 _DESCRIBED_STEMS = content_words(
     " ".join(METHOD_NOUNS | FINDING_NOUNS | MAIN_WORDS | FINDING_VERBS | {"work", "works"})
 )
+
+
+def _asks_which_thing(text: str) -> bool:
+    """'which instruments did they try it on', 'what llm does it use': 'which' or 'what',
+    one or two words naming a kind of thing (no paper: 'which paper uses DPO' asks of the
+    collection), then a verb that asks what the paper did with it: a thing to be named,
+    whatever its kind (lexicon's ENTITY_NOUNS lists the kinds asked without such a verb)."""
+    said = [t.key for t in tokens(text) if t.key[:1].isalpha()]
+    while said and said[0] in LEAD_INS:
+        said = said[1:]
+    if len(said) < 3 or said[0] not in WHICH:
+        return False
+    for width in (1, 2):
+        kind = said[1 : 1 + width]
+        if len(said) <= 1 + width or said[1 + width] not in HOW_VERBS | {"has", "have", "had"}:
+            continue
+        return all(content_words(w) and w not in SET_NOUNS | SCOPE_PAPER_NOUNS for w in kind)
+    return False
 
 
 def _asks_described(text: str) -> str | None:
