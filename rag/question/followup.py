@@ -91,12 +91,10 @@ PREDICATE_STARTS = frozenset(
 
 Coverage = Callable[[str, str], float]  # (question, text) -> 0..1
 # The stems of a question that asks for a detail and names no topic ('which benchmarks',
-# 'how many extra parameters', 'limitations?').
-_DETAILS = (
-    ENTITY_NOUNS | FIGURE_NOUNS | PROBLEM_NOUNS | COUNT_MODIFIERS | DETAIL_WORDS | METHOD_NOUNS
-)
-_DETAILS |= FINDING_NOUNS | MAIN_WORDS
-TOPICLESS_STEMS = content_words(" ".join(_DETAILS - PLURAL_NOUNS))
+# 'how many extra parameters', 'limitations?', 'what's the explanation').
+_NAMED = ENTITY_NOUNS | FIGURE_NOUNS | PROBLEM_NOUNS | COUNT_MODIFIERS | DETAIL_WORDS
+_DESCRIBED = METHOD_NOUNS | FINDING_NOUNS | MAIN_WORDS  # 'so what's their fix', 'main finding'
+TOPICLESS_STEMS = content_words(" ".join((_NAMED | _DESCRIBED) - PLURAL_NOUNS))
 
 
 @lru_cache(maxsize=4)

@@ -555,9 +555,7 @@ def _asks_which_thing(text: str) -> bool:
     one or two words naming a kind of thing (no paper: 'which paper uses DPO' asks of the
     collection), then a verb that asks what the paper did with it: a thing to be named,
     whatever its kind (lexicon's ENTITY_NOUNS lists the kinds asked without such a verb)."""
-    said = [t.key for t in tokens(text) if t.key[:1].isalpha()]
-    while said and said[0] in LEAD_INS:
-        said = said[1:]
+    said = _said(text)
     if len(said) < 3 or said[0] not in WHICH:
         return False
     for width in (1, 2):
@@ -580,15 +578,21 @@ def _asks_described(text: str) -> str | None:
         return "finding"
     if _asks_for(text, METHOD_NOUNS):
         return "method"
-    said = [t.key for t in tokens(text) if t.key[:1].isalpha()]
-    while said and said[0] in LEAD_INS:
-        said = said[1:]
+    said = _said(text)
     if len(said) > 1 and said[0] == "how" and said[1] in HOW_VERBS:
         return "method"
     asks_done = len(said) > 2 and said[0] in WHICH and said[1] in ("do", "does", "did")
     if asks_done and any(word in FINDING_VERBS for word in said[2:5]):
         return "finding"
     return None
+
+
+def _said(text: str) -> list[str]:
+    """The words of a question, folded, from the first after its lead-ins ('so', 'ok')."""
+    said = [t.key for t in tokens(text) if t.key[:1].isalpha()]
+    while said and said[0] in LEAD_INS:
+        said = said[1:]
+    return said
 
 
 def _names_nothing(subject: str) -> bool:
