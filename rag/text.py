@@ -76,6 +76,9 @@ _CAPITAL_S = re.compile(r"\b([A-Z]{2,})S\b")
 # A name coined on an acronym holds it as a word too: "ActiveDPO" -> "ActiveDPO DPO",
 # "NeuCLIP" -> "NeuCLIP CLIP", "ConNAS" -> "ConNAS NAS" (BM25 and content words see DPO).
 _COINED = re.compile(r"\b([A-Z]?[a-z]+)([A-Z]{3,})\b")
+# A name with its version run on ('Qwen3-8B', 'ResNet50', 'Qwen2.5-7B', 'CIFAR10') is the
+# name alone too, as a typed 'qwen' reads; a hyphen already splits 'LLaMA-3'.
+_VERSIONED = re.compile(r"\b(?=[a-z]*[A-Z])([A-Za-z]{3,})(\d[\w-]*(?:\.\d[\w-]*)*)")
 # British -ise spellings: "optimisation" must meet "optimization" after stemming.
 _BRITISH = re.compile(r"\b(\w{3,})is(e|ed|es|ing|ation|ations|er|ers)\b")
 # A prefix written with or without its hyphen: "bi-level" must meet "bilevel" and
@@ -89,7 +92,7 @@ _PREFIXED = re.compile(
 
 # Inline LaTeX around a name's pieces: "F${}^2$SA-$p$" is typed "F2SA-p", "90\%" "90%".
 _LATEX_GLUE = re.compile(r"\$?\{\}\^|[${}]|\\(?=[%&#_])")
-TERMS_VERSION = 8  # bump when `normalise_terms` changes: saved BM25 state is then rebuilt
+TERMS_VERSION = 9  # bump when `normalise_terms` changes: saved BM25 state is then rebuilt
 
 
 def plain(text: str) -> str:
@@ -142,15 +145,18 @@ def normalise_terms(text: str) -> str:
     """Spell terms one way before tokenising: 'LLMs optimised' -> 'LLM optimized', a
     name coined on an acronym also as the acronym: 'ActiveDPO' -> 'ActiveDPO DPO', an
     acronym ending in S also without it ('JTFS' -> 'JTFS JTF', as a typed 'jtfs' reads
-    'jtf'), and a prefix's hyphen also without it: 'bi-level' -> 'bi-level bilevel'."""
-    text = singular_acronyms(_CAPITAL_S.sub(r"\1S \1", plain(text)))
+    'jtf'), a name with its version run on also without it ('Qwen3-8B' -> 'Qwen3-8B
+    Qwen'), and a prefix's hyphen also without it: 'bi-level' -> 'bi-level bilevel'."""
+    text = _VERSIONED.sub(r"\1\2 \1", plain(text))
+    text = singular_acronyms(_CAPITAL_S.sub(r"\1S \1", text))
     text = _PREFIXED.sub(r"\1-\2 \1\2", text)
     return _BRITISH.sub(r"\1iz\2", _COINED.sub(r"\1\2 \2", text))
 
 
 def words(text: str) -> list[str]:
     """Lower-cased content words, a hyphenated one also in its parts: 'Qwen3-8B' ->
-    qwen3-8b, qwen3, 8b (so 'qwen3' meets 'Qwen3-8B' and 'text-to-video' meets 'video'):
+    qwen3-8b, qwen3, 8b, qwen (so 'qwen3' and 'qwen' meet 'Qwen3-8B' and 'text-to-video'
+    meets 'video'):
     what `content_words` stems and `surface_words` keeps."""
     found = []
     for word in _WORD.findall(normalise_terms(text)):

@@ -162,6 +162,15 @@ def test_an_acronym_ending_in_a_capital_s_meets_it_typed_in_lower_case() -> None
     assert normalise_terms("JTFS and NAS") == "JTFS JTF and NAS NA"
 
 
+def test_a_name_with_its_version_run_on_meets_the_name_typed_alone() -> None:
+    """'which papers use qwen' meets 'Qwen3-8B' and 'Qwen2.5-7B'; 'ResNet50' meets
+    'resnet'; a hyphen already split 'LLaMA-3'; lower-case words and short heads stay."""
+    assert {"qwen"} <= content_words("Experiments using Qwen3-8B and Qwen2.5-7B")
+    assert normalise_terms("ResNet50 on CIFAR10.") == "ResNet50 ResNet on CIFAR10 CIFAR."
+    assert normalise_terms("LLaMA-3 on maj@32, O2NC, A100") == "LLaMA-3 on maj@32, O2NC, A100"
+    assert "qwen" not in content_words("qwen3 runs")  # typed with its version: as typed
+
+
 @pytest.mark.parametrize(
     ("sentence", "left"),
     [
