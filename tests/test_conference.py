@@ -241,6 +241,16 @@ def test_a_dataset_or_model_the_abstracts_name_is_counted_where_it_is_an_example
     assert answer.count == 2 and all("ImageNet-1K" in s.text for s in counted)
 
 
+def test_papers_asked_for_by_a_name_they_write_with_a_version_are_found(
+    seeded: Assistant,
+) -> None:
+    """'which papers use qwen': the seeds write only 'Qwen3-8B' and 'Qwen3-30B', which BM25
+    and the content words also read as 'Qwen', so both papers are found, not refused."""
+    answer = seeded.ask("which papers use qwen", mode="extractive")
+    cited = " ".join(s.text for s in answer.sources if s.cited)
+    assert not answer.abstained and "Qwen3-8B" in cited and "Qwen3-30B" in cited
+
+
 def test_the_eval_scores_a_count_by_its_counted_papers_only() -> None:
     question = parse_question(json.dumps({"id": "k", "question": "how many", "kind": "count"}))
     nearest = [{"paper_id": "a", "n": 1, "cited": False}]
