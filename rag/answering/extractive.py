@@ -126,6 +126,9 @@ _OTHERS = re.compile(
     r"^\W*(?:\w+\W+){0,4}?(prior|previous|existing|conventional|traditional)\b", re.I
 )
 
+# Where the authors first speak of their own work ('We introduce GTO', 'In this paper,
+# ...'): what comes before sets the scene ('Speculative decoding accelerates ...').
+_AUTHORS = re.compile(r"\b(we|our|this (?:paper|work))\b", re.I)
 # What a question asks a paper to describe (Query.wants): its words say little of which
 # sentences answer it ('how does it work'), what the sentences say of themselves does.
 DESCRIBED = ("method", "finding")
@@ -313,10 +316,12 @@ def _choose(
     if query.plural and query.wants is None:  # one line per paper: its key finding
         return [order[0]]
     if query.wants in DESCRIBED:  # 'how does it work': the sentences that say so, the
-        # abstract's first first (its words say little of which); then the best scored
+        # abstract's first first (its words say little of which); then the best scored;
+        # the scene set before the authors first speak of their work last
         said = {j: evidence(query, sentences[j]) for j in order}
         rank = {j: j if said[j] else len(sentences) + at for at, j in enumerate(order)}
-        return sorted(order, key=lambda j: (-said[j], rank[j]))[:2]
+        own = next((j for j, s in enumerate(sentences) if _AUTHORS.search(s)), 0)
+        return sorted(order, key=lambda j: (j < own, -said[j], rank[j]))[:2]
     chosen = [order[0], *(j for j in _complement(query, sentences, order) if j != order[0])]
     if query.intent == "yes_no":
         return chosen  # the deciding sentence first
