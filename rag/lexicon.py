@@ -247,7 +247,6 @@ MAIN_WORDS = _words("main key core central overall big biggest primary basic gen
 # Verbs after which 'how' asks how a thing is done ('how does it work'), not how much.
 HOW_VERBS = _words("does do did is are was were can could")
 LEAD_INS = _words("so and ok okay then but")  # words a typed question may open with
-POSSESSIVES = _words("their its his her our this that")
 # What a 'what / which' question asks about one paper when it asks for the gap it closes
 # ('what problem does OFMU solve', 'what is the main challenge'): the sentence naming it.
 # Not 'gap' or 'bottleneck', which name concepts too ('the information gap').

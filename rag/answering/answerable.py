@@ -151,7 +151,7 @@ def missing_detail(query: Query, hit: Hit) -> str | None:
         return "the records hold no author or affiliation information"
     if query.asks_code and "http" not in paper.abstract:
         return "the abstract gives no code link"
-    if query.wants in ("number", "entity", "problem") and not query.plural:
+    if query.wants and query.wants not in extractive.DESCRIBED and not query.plural:
         text = f"{paper.label} {paper.abstract}"
         asked = query.own(query.terms)
         missing = [t for t in asked if not any(mentions(text, n) for n in query.spellings(t))]

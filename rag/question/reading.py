@@ -61,7 +61,6 @@ from rag.lexicon import (
     NOT_COUNTED,
     ORDINAL_REFS,
     PLURAL_NOUNS,
-    POSSESSIVES,
     PREPOSITIONS,
     PROBLEM_NOUNS,
     REFERS_BACK,
@@ -319,8 +318,12 @@ def read(question: str, vocabulary: Vocabulary | None = None) -> Query:
         wants = "number"
     elif not plural and _asks_gap(text, subject):
         wants, intent, subject = "problem", "lookup", ""
-    elif _asks_for(text, ENTITY_NOUNS) or _asks_which_thing(text):
-        wants = "entity" if not plural and intent != "definition" else None
+    elif (
+        not plural
+        and intent != "definition"
+        and (_asks_for(text, ENTITY_NOUNS) or _asks_which_thing(text))
+    ):
+        wants = "entity"
     refers = refers_back(question)
     if wants is None and not plural and intent in ("definition", "lookup"):
         wants = _asks_described(text)
@@ -598,8 +601,7 @@ def _said(text: str) -> list[str]:
 def _names_nothing(subject: str) -> bool:
     """Tell whether a definition's subject names nothing beyond what is asked of a paper:
     'main finding', 'their key idea', 'explanation'."""
-    asked = METHOD_NOUNS | FINDING_NOUNS | MAIN_WORDS | ARTICLES | POSSESSIVES
-    return all(word in asked for word in subject.casefold().split())
+    return content_words(subject) <= _DESCRIBED_STEMS
 
 
 def _asks_for(text: str, nouns: frozenset[str]) -> bool:
