@@ -31,7 +31,6 @@ from rag import logistic
 from rag.aggregate import matching
 from rag.assistant import Assistant
 from rag.logistic import Model
-from rag.question.reading import alternatives_of
 
 
 def candidate_rows(
@@ -51,9 +50,7 @@ def candidate_rows(
         if q.kind != "count" or members is None or (distractors and not q.scope):
             continue
         read_q, applied = assistant.plan(q.question)
-        topic = read_q.topic or read_q.keywords
-        alternatives = alternatives_of(read_q.text)
-        names = assistant.topic_names(read_q)  # as a count reads them (`Assistant._matches`)
+        topic, names, alternatives = assistant.count_topic(read_q)  # as a count reads it
         found, _ = assistant.matcher.candidates(topic, applied, names, alternatives=alternatives)
         rows += [
             {

@@ -32,6 +32,7 @@ from rag.corpus.papers import FieldMap
 from rag.corpus.titles import TitleJob, TitleProgress, generate_title
 from rag.embedding.embed import Embedder, make_embedder
 from rag.ingest import Progress, ingest
+from rag.lexicon import USAGE_FRAME
 from rag.llm import Chat, ChatClient, LLMError, OnReset, OnToken
 from rag.question import followup, plain
 from rag.question.reading import (
@@ -433,12 +434,27 @@ class Assistant:
         self, read_q: Query, applied: Filters, within: Collection[str] | None = None
     ) -> matching.Matches:
         """The papers of the scope about the question's topic (rag/aggregate/matching.py),
-        or about either side of an 'or' in it; with `within`, of those papers only."""
+        or about one of the others a count weighs (`count_topic`); with `within`, of
+        those papers only."""
+        topic, names, alternatives = self.count_topic(read_q)
+        return self.matcher.match(topic, self.match_model, applied, names, within, alternatives)
+
+    def count_topic(self, read_q: Query) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+        """What a count weighs: its topic, the names in it (`topic_names`), and the topics
+        a paper may be about instead. The topic less the words that only say how a paper
+        uses a name it holds ('run experiments with llama' -> 'llama', 'qwen models' ->
+        'qwen': lexicon USAGE_FRAME). The others: each side of an 'or' in it, and the topic
+        (or a side) in the field's terms for its plain words (rag/question/plain.py:
+        'faster text generation' -> 'speculative decoding')."""
+        topic = read_q.topic or read_q.keywords
         names = self.topic_names(read_q)
-        alternatives = alternatives_of(read_q.text)
-        return self.matcher.match(
-            read_q.topic, self.match_model, applied, names, within, alternatives
-        )
+        if names:
+            kept = " ".join(w for w in topic.split() if w.casefold() not in USAGE_FRAME)
+            if kept and all(n.casefold() in kept.casefold() for n in names):
+                topic = kept
+        asked = (topic, *alternatives_of(read_q.text))
+        rewrites = (f for t in asked for f in plain.field_topics(t, self.holds_word))
+        return topic, names, tuple(dict.fromkeys((*asked[1:], *rewrites)))
 
     def about_many(
         self, read_q: Query, applied: Filters, sides: Sequence[list[Hit]] = ()

@@ -100,6 +100,14 @@ AGGREGATE_FRAME = _words(
     examines examining address addresses addressing tackling dealing involving building
     improving focus focuses focusing"""
 )  # the -ing forms: 'number of papers studying the loss landscape' (count-calibration2 k210)
+# Words that say how a paper uses a named thing, not what it is about: 'papers that run
+# experiments with llama', 'report gsm8k results', 'qwen models' count the papers naming
+# the thing (`Assistant.count_topic`; dropped only beside a name).
+USAGE_FRAME = _words(
+    """run runs ran running experiment experiments result results report reports reported
+    reporting evaluate evaluates evaluated evaluating evaluation evaluations test tests
+    tested testing model models"""
+)
 # What abstracts say of any result: never a topic's term on its own (rag/aggregate/topics.py).
 BOILERPLATE = RESEARCH | _words(
     """propose result results shown novel based demonstrate demonstrates achieve achieves

@@ -251,6 +251,21 @@ def test_papers_asked_for_by_a_name_they_write_with_a_version_are_found(
     assert not answer.abstained and "Qwen3-8B" in cited and "Qwen3-30B" in cited
 
 
+def test_a_count_of_the_papers_using_a_name_counts_those_that_name_it(
+    seeded: Assistant,
+) -> None:
+    """'papers that report gsm8k results': the words saying how a paper uses the name are
+    not its topic (lexicon USAGE_FRAME), so the paper that names GSM8K counts though it
+    never says 'report' nor 'results'; without a name those words stay."""
+    read_q, _ = seeded.plan("how many papers report gsm8k results")
+    assert seeded.count_topic(read_q)[0] == "gsm8k"
+    answer = seeded.ask("how many papers report gsm8k results")
+    counted = [s for s in answer.sources if s.cited]
+    assert counted and all("GSM8K" in s.text for s in counted)
+    plain_q, _ = seeded.plan("how many papers report evaluation results")
+    assert seeded.count_topic(plain_q)[0] == plain_q.topic
+
+
 def test_the_eval_scores_a_count_by_its_counted_papers_only() -> None:
     question = parse_question(json.dumps({"id": "k", "question": "how many", "kind": "count"}))
     nearest = [{"paper_id": "a", "n": 1, "cited": False}]

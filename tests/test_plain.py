@@ -79,3 +79,32 @@ def test_the_assistant_searches_the_field_terms_and_says_so(fake_seeded: Assista
     answer = fake_seeded.ask(question)
     assert any(n.code == "expanded" for n in answer.notices)
     assert answer.query == read_q.text
+
+
+def test_a_topic_in_plain_words_is_rewritten_in_the_field_terms() -> None:
+    assert plain.field_topics("faster text generation", _everything) == (
+        "efficient inference",
+        "speculative decoding",
+    )
+    # every plain phrase of the topic at once, the other words kept
+    assert plain.field_topics("chatbots making things up in court", _everything) == (
+        "language model hallucination in court",
+    )
+    assert plain.field_topics("speculative decoding", _everything) == ()
+    # a term no stored abstract holds is not a rewrite
+    assert plain.field_topics("faster text generation", lambda w: w != "efficient") == (
+        "speculative decoding",
+    )
+
+
+def test_a_count_in_plain_words_counts_the_papers_written_in_the_field_terms(
+    fake_seeded: Assistant,
+) -> None:
+    answer = fake_seeded.ask("how many papers are about faster text generation")
+    counted = {s.title for s in answer.sources if s.cited}
+    assert {
+        "GTO: Group Tree Optimization",
+        "Algorithm for optimal n-draft speculative sampling",
+    } <= counted
+    quoted = " ".join(h for s in answer.sources if s.cited for h in s.highlights)
+    assert "Speculative decoding accelerates" in quoted

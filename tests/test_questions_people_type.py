@@ -213,3 +213,16 @@ def test_how_many_of_them_counts_the_previous_answers_papers(fake_seeded: Assist
     assert fresh.count is None
     assert read("how many papers on lora").counts_without_topic is False
     assert read("how many GPUs did DeMo use").counts_without_topic is False
+
+
+def test_how_many_of_a_thing_they_propose_asks_the_paper_not_the_previous_answer(
+    fake_seeded: Assistant,
+) -> None:
+    """'how many approaches do they propose' names what it counts, in words too common to
+    be a topic: a detail of the paper in focus, not a count of the papers before."""
+    assert read("how many approaches do they propose").counts_without_topic is False
+    chat = fake_seeded.conversation()
+    chat.ask("top-k diversity objective recsys")
+    answer = chat.ask("how many approaches do they propose")
+    assert answer.follow_up and answer.count is None and not answer.abstained
+    assert "two complementary strategies" in answer.answer

@@ -40,7 +40,7 @@ def count_answer(
     shown = sources[:cite] if members else []
     for source in shown:
         source.cited = True
-        source.highlights = _best_sentence(matches.topic, source, coverage)
+        source.highlights = _best_sentence((matches.topic, *matches.alternatives), source, coverage)
     where = f" among the {scope} papers" if scope else ""
     n = len(members)
     papers, verb = ("paper", "matches") if n == 1 else ("papers", "match")
@@ -173,11 +173,15 @@ def _member_line(source: Source) -> str:
     return f"{line}: “{quote}”"
 
 
-def _best_sentence(topic: str, source: Source, coverage: Coverage) -> list[str]:
-    """The sentence of an abstract that holds most of the topic (the card's quote and the
-    count's line); of those alike, one that states the paper's contribution ('we
+def _best_sentence(topics: Sequence[str], source: Source, coverage: Coverage) -> list[str]:
+    """The sentence of an abstract that holds most of one of the topics (the card's quote
+    and the count's line); of those alike, one that states the paper's contribution ('we
     propose ...'), not the background sentence before it."""
     sentences = split_sentences(source.text)
     if not sentences:
         return []
-    return [max(sentences, key=lambda s: (coverage(topic, s), states_contribution(s)))]
+
+    def held(s: str) -> float:
+        return max(coverage(t, s) for t in topics)
+
+    return [max(sentences, key=lambda s: (held(s), states_contribution(s)))]

@@ -84,6 +84,7 @@ class Matches:
     in_scope: int  # papers inside the scope
     threshold: float
     nearest: list[Candidate] = field(default_factory=list)  # the most probable below the cut
+    alternatives: tuple[str, ...] = ()  # the other topics a member may be about instead
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,7 +219,9 @@ class Matcher:
         floor = NEAREST_SHARE * model.threshold  # 'protein folding' shows none (P 0.01 of 0.35)
         below = [c for c in ranked if floor <= c.probability < model.threshold]
         nearest = below[:NEAREST]
-        return Matches(topic, members, len(found), in_scope, model.threshold, nearest)
+        return Matches(
+            topic, members, len(found), in_scope, model.threshold, nearest, tuple(alternatives)
+        )
 
     def _paper_vectors(self) -> tuple[CatalogView, np.ndarray]:
         """The catalog and every paper's unit vector (the mean of its chunks'), numbered as

@@ -13,6 +13,7 @@ already: nothing is searched that the index cannot match.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from rag.config import DATA_DIR, alternatives, data_rows
 from rag.text import stems, words
 
 GLOSSARY = DATA_DIR / "glossary-plain.tsv"
+FIELD_TOPICS = 4  # the most field-term rewrites of one topic a count weighs
 _TOKEN = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")  # a word of the casefolded text ("can't")
 
 Table = dict[tuple[str, ...], tuple[str, ...]]  # a phrase's stems -> its field terms
@@ -104,3 +106,22 @@ def _searchable(term: str, holds: Callable[[str], bool], have: set[str]) -> bool
     index holds each of its words (a hyphenated one by its parts)."""
     parts = [w for w in words(term) if "-" not in w]
     return bool(parts) and all(holds(w) for w in parts) and not set(stems(parts)) <= have
+
+
+def field_topics(
+    topic: str, holds: Callable[[str], bool], table: Table | None = None
+) -> tuple[str, ...]:
+    """The topic with each plain phrase in it replaced by a field term, one rewrite per
+    choice of terms (at most `FIELD_TOPICS`): 'faster text generation' -> ('efficient
+    inference', 'speculative decoding'); 'chatbots that make things up' -> ('language
+    model that make hallucination',). What a count weighs beside the topic as typed, as
+    it weighs each side of an 'or': a paper about speculative decoding is about faster
+    text generation, though it never says so. () where the topic has no plain phrase."""
+    _, found = expand(topic, holds, table)
+    rewrites = []
+    for terms in itertools.product(*(e.terms for e in found)):
+        rewrite = topic
+        for expansion, term in zip(found, terms, strict=True):
+            rewrite = rewrite.replace(expansion.phrase, term, 1)
+        rewrites.append(rewrite)
+    return tuple(dict.fromkeys(r for r in rewrites if r != topic))[:FIELD_TOPICS]

@@ -232,8 +232,9 @@ class Query:
     def counts_without_topic(self) -> bool:
         """'how many of them?', 'how many are there', 'how many in total': a count that
         names nothing to count, so in a conversation it counts the previous answer's
-        papers."""
-        if _HOW_MANY.search(self.english) is None:
+        papers; not one that names what it counts in the paper's own words ('how many
+        approaches do they propose': a detail of the paper in focus)."""
+        if _HOW_MANY.search(self.english) is None or self.counted:
             return False
         return content_words(self.english) <= _COUNTING_STEMS
 
