@@ -271,6 +271,15 @@ COUNTED_KIN = (
     _words("models llms networks architectures"),
     _words("layers levels stages tiers"),
     _words("datasets benchmarks corpora"),
+    # what a paper says it proposes, faces or tells apart, counted in its own words:
+    # 'two complementary strategies', 'two persistent challenges: (1) ... (2) ...'
+    _words("stages steps phases"),
+    _words("approaches methods strategies techniques variants"),
+    _words("algorithms algos metaheuristics heuristics solvers"),
+    _words("problems issues challenges difficulties limitations"),
+    _words("contributions ideas components"),
+    _words("theories hypotheses explanations"),
+    _words("parameterizations parametrizations representations formulations"),
 )
 # 'signsgd or other sign-based optimizers': the words after 'or' that make its left side an
 # instance of its right, not a modifier sharing its head noun (rag.question.reading)

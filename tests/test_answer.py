@@ -107,6 +107,13 @@ def test_a_magnitude_in_words_is_a_figure_and_a_bare_count_word_is_not() -> None
         # a word the plain glossary spells out: 'params' -> 'parameters', 'envs' -> 'environment'
         ("with only $b^2r$ additional parameters", "params", True),
         ("Experiment results on five continuous RL tasks demonstrate gains.", "envs", True),
+        # what a paper proposes, faces or tells apart, counted in its own words
+        ("we propose two complementary strategies: direct and indirect", "approaches", True),
+        ("KD presents two persistent challenges: (1) the trade-off", "problems", True),
+        ("a conceptually simple, two-step procedure", "stages", True),
+        ("Evaluated on three distinct metaheuristics", "algos", True),
+        ("differentiating these two hypotheses", "theories", True),
+        ("two challenges remain", "GPUs", False),
         # a noun of no class is matched as itself only
         ("Experiment results on five continuous RL tasks demonstrate gains.", "GPUs", False),
         ("trained on eight A100 GPUs", "tasks", False),
