@@ -255,3 +255,19 @@ def test_how_it_works_and_what_it_found_quote_the_sentences_that_say_so(
     chat.ask("why sgd stays in one basin even though basins are connected", mode="extractive")
     why = chat.ask("what's the explanation", mode="extractive")
     assert why.follow_up and "entropic barriers" in why.answer
+
+
+def test_a_bare_kind_asks_the_paper_in_focus_for_a_thing_of_that_kind(
+    seeded: Assistant,
+) -> None:
+    """'which instruments?' after SCRAPL: nothing but 'which' and a kind, so it asks the
+    paper in focus, and the answer names one (the Roland TR-808), not a refusal; 'why does
+    it work' after the SAM calibration paper quotes what explains it (the entropy)."""
+    chat = seeded.conversation()
+    chat.ask("scrapl audio loss", mode="extractive")
+    which = chat.ask("which instruments?", mode="extractive")
+    assert which.follow_up and not which.abstained and "TR-808" in which.answer
+    chat = seeded.conversation()
+    chat.ask("does sam help calibration", mode="extractive")
+    why = chat.ask("why does it work", mode="extractive")
+    assert why.follow_up and "entropy" in why.answer

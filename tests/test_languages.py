@@ -257,6 +257,9 @@ def test_a_latin_script_question_is_glossed_by_cognates_of_the_index_words() -> 
         "optimization bilevel stochastic"  # es- before a consonant: 'stochastic'
     )
     assert gloss("qu'est-ce que GTO ?", "fr") == "what is GTO"  # names pass through
+    # the pronouns a follow-up points back with
+    assert gloss("sur combien de LLM l'ont-ils testé ?", "fr") == "how many LLM did they"
+    assert gloss("wie viele llms haben sie getestet", "de") == "how many llms did they"
 
 
 def test_ml_terms_cognates_miss_are_read_from_the_glossary() -> None:

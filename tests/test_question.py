@@ -88,6 +88,9 @@ def test_venue_aliases_and_statuses_compare_one_way() -> None:
         ("so what's their fix", "lookup", "method", False),
         ("what's the main finding", "lookup", "finding", False),
         ("what do they prove", "lookup", "finding", False),
+        ("why does it work", "lookup", "finding", False),  # what it found explains it
+        ("which instruments?", "lookup", "entity", False),  # a bare kind: a name of it
+        ("what lora", "lookup", None, False),  # a rare word names a method, not a kind
         ("how well does it work", "figure", "number", False),
         ("how much faster is GTO than EAGLE?", "figure", "number", False),
         ("what speedup does DR-SAC get", "figure", "number", False),

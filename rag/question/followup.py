@@ -65,7 +65,7 @@ from rag.lexicon import (
 )
 from rag.logistic import Model
 from rag.question.plain import words_for
-from rag.question.reading import Query
+from rag.question.reading import Query, asks_bare_kind
 from rag.text import content_words, mentions, overlap, tokens
 
 FEATURES = (
@@ -126,7 +126,9 @@ def features(
         "new_terms": 1.0 - len(held) / len(named) if named else 0.0,
         "previous_overlap": overlap(asked, previous) if previous else 0.0,
         "own_scope": float(_own_scope(query)),
-        "topicless": float(bool(words) and all(map(_names_a_detail, words))),
+        "topicless": float(
+            bool(words) and (all(map(_names_a_detail, words)) or asks_bare_kind(asked))
+        ),
     }
 
 

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
+from rag.frequency import zipf_frequency
 from rag.lexicon import (
     AGGREGATE_FRAME,
     AMBIGUOUS_VENUES,
@@ -83,7 +84,15 @@ from rag.lexicon import (
 )
 from rag.question import language
 from rag.question.intent import intent_of
-from rag.text import Phrases, Token, content_words, hyphen_words, is_year, mentions, tokens
+from rag.text import (
+    Phrases,
+    Token,
+    content_words,
+    hyphen_words,
+    is_year,
+    mentions,
+    tokens,
+)
 from rag.types import Filters, Notice
 
 # --- what is matched (the words and phrases: rag/lexicon.py) --------------------------------
@@ -559,6 +568,8 @@ def _asks_which_thing(text: str) -> bool:
     one or two words naming a kind of thing (no paper: 'which paper uses DPO' asks of the
     collection), then a verb that asks what the paper did with it: a thing to be named,
     whatever its kind (lexicon's ENTITY_NOUNS lists the kinds asked without such a verb)."""
+    if asks_bare_kind(text):
+        return True
     said = _said(text)
     if len(said) < 3 or said[0] not in WHICH:
         return False
@@ -570,10 +581,26 @@ def _asks_which_thing(text: str) -> bool:
     return False
 
 
+def asks_bare_kind(text: str) -> bool:
+    """'which instruments?', 'what loss function': 'which' or 'what' and one or two words
+    naming a kind of thing (no method or acronym), nothing else. Alone it asks of nothing;
+    in a conversation, for a thing of that kind in the paper in focus
+    (rag/question/followup.py)."""
+    said = _said(text)
+    return (
+        len(said) in (2, 3)
+        and said[0] in WHICH
+        and all(content_words(w) and w not in SET_NOUNS | SCOPE_PAPER_NOUNS for w in said[1:])
+        # everyday words: 'what lora' asks what LoRA is
+        and all(zipf_frequency(w, "en") >= RARE_ZIPF for w in said[1:])
+    )
+
+
 def _asks_described(text: str) -> str | None:
     """What a question asks one paper to describe rather than name or number: 'method' for
     how it works ('how does it work', 'so what's their fix', 'the key idea?'), 'finding'
-    for what it found ('what's the main finding', 'what do they prove'); None otherwise,
+    for what it found ('what's the main finding', 'what do they prove', 'why does it
+    work'); None otherwise,
     and for a question with more than one word of its own, whose words the answer's
     sentences are chosen by."""
     if len(content_words(text) - _DESCRIBED_STEMS) > 1:
@@ -585,6 +612,8 @@ def _asks_described(text: str) -> str | None:
     said = _said(text)
     if len(said) > 1 and said[0] == "how" and said[1] in HOW_VERBS:
         return "method"
+    if len(said) > 1 and said[0] == "why" and said[1] in HOW_VERBS:
+        return "finding"  # 'why does it work': what the paper found explains it
     asks_done = len(said) > 2 and said[0] in WHICH and said[1] in ("do", "does", "did")
     if asks_done and any(word in FINDING_VERBS for word in said[2:5]):
         return "finding"
