@@ -271,3 +271,10 @@ def test_a_bare_kind_asks_the_paper_in_focus_for_a_thing_of_that_kind(
     chat.ask("does sam help calibration", mode="extractive")
     why = chat.ask("why does it work", mode="extractive")
     assert why.follow_up and "entropy" in why.answer
+    # a name alone is answered by what the paper proposes, and "what's the trick", with
+    # no word of its own, asks that paper how it works
+    chat = seeded.conversation()
+    named = chat.ask("neuclip", mode="extractive")
+    assert "we propose NeuCLIP" in named.answer
+    trick = chat.ask("what's the trick", mode="extractive")
+    assert trick.follow_up and "log-normalizer" in trick.answer

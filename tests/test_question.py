@@ -91,6 +91,8 @@ def test_venue_aliases_and_statuses_compare_one_way() -> None:
         ("why does it work", "lookup", "finding", False),  # what it found explains it
         ("which instruments?", "lookup", "entity", False),  # a bare kind: a name of it
         ("what lora", "lookup", None, False),  # a rare word names a method, not a kind
+        ("neuclip", "definition", None, False),  # a name alone: what it is
+        ("clip", "lookup", None, False),  # ... not a word English writes
         ("how well does it work", "figure", "number", False),
         ("how much faster is GTO than EAGLE?", "figure", "number", False),
         ("what speedup does DR-SAC get", "figure", "number", False),

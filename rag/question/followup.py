@@ -126,10 +126,18 @@ def features(
         "new_terms": 1.0 - len(held) / len(named) if named else 0.0,
         "previous_overlap": overlap(asked, previous) if previous else 0.0,
         "own_scope": float(_own_scope(query)),
-        "topicless": float(
-            bool(words) and (all(map(_names_a_detail, words)) or asks_bare_kind(asked))
-        ),
+        "topicless": float(_topicless(query, words)),
     }
+
+
+def _topicless(query: Query, words: frozenset[str]) -> bool:
+    """Tell whether a question asks for a detail and names no topic of its own: each of its
+    content words names a detail ('which benchmarks', 'datasets?'), it is a bare kind
+    ('which instruments?'), or it has no content word and still wants something of a paper
+    ("what's the trick": how it works)."""
+    if not words:
+        return query.wants is not None
+    return all(map(_names_a_detail, words)) or asks_bare_kind(query.english)
 
 
 def _names_a_detail(word: str) -> bool:

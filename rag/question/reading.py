@@ -44,8 +44,10 @@ from rag.lexicon import (
     COUNTING_WORDS,
     DANGLING,
     DEFINITION_LEADS,
+    DETAIL_WORDS,
     ENTITY_NOUNS,
     ENTITY_REACH,
+    FIGURE_NOUNS,
     FINDING_NOUNS,
     FINDING_VERBS,
     FRAME,
@@ -324,6 +326,8 @@ def read(question: str, vocabulary: Vocabulary | None = None) -> Query:
     plural = intent in ("papers", "count", "comparison") or bool(PLURAL_NOUNS & _words(text))
     wants = None
     subject = subject_of(text) if intent == "definition" else ""
+    if intent == "lookup" and _a_name_alone(text):  # 'neuclip': what it is
+        intent, subject = "definition", text.strip(" ?.!")
     if intent == "figure":
         wants = "number"
     elif not plural and _asks_gap(text, subject):
@@ -665,6 +669,26 @@ def keywords_of(text: str) -> str:
     """'which papers use DCT?' -> 'DCT' (see FRAME)."""
     kept = [w for w in text.translate(_KEYWORD_BREAKS).split() if w.casefold() not in FRAME]
     return " ".join(kept) or text
+
+
+_DETAIL_KINDS = (
+    ENTITY_NOUNS | FIGURE_NOUNS | PROBLEM_NOUNS | DETAIL_WORDS | METHOD_NOUNS | FINDING_NOUNS
+)
+
+
+def _a_name_alone(text: str) -> bool:
+    """Tell whether a question is one name and nothing else, as typed into a search box:
+    'neuclip', 'GTO?', 'TI-DPO' (a word English rarely writes, or one written as a name);
+    not 'clip' nor 'demo', which English writes, unless typed as a name ('DeMo')."""
+    words = text.strip(" ?.!").split()
+    if len(words) != 1:
+        return False
+    word = words[0]
+    if word.casefold() in _DETAIL_KINDS:  # 'datasets?' asks the paper in focus
+        return False
+    return bool(NAME.fullmatch(word)) or all(
+        zipf_frequency(part, "en") < RARE_ZIPF for part in word.casefold().split("-") if part
+    )
 
 
 def subject_of(text: str) -> str:
