@@ -86,15 +86,7 @@ from rag.lexicon import (
 )
 from rag.question import language
 from rag.question.intent import intent_of
-from rag.text import (
-    Phrases,
-    Token,
-    content_words,
-    hyphen_words,
-    is_year,
-    mentions,
-    tokens,
-)
+from rag.text import Phrases, Token, content_words, hyphen_words, is_year, mentions, tokens
 from rag.types import Filters, Notice
 
 # --- what is matched (the words and phrases: rag/lexicon.py) --------------------------------
@@ -595,8 +587,7 @@ def asks_bare_kind(text: str) -> bool:
         len(said) in (2, 3)
         and said[0] in WHICH
         and all(content_words(w) and w not in SET_NOUNS | SCOPE_PAPER_NOUNS for w in said[1:])
-        # everyday words: 'what lora' asks what LoRA is
-        and all(zipf_frequency(w, "en") >= RARE_ZIPF for w in said[1:])
+        and all(map(_everyday, said[1:]))  # 'what lora' asks what LoRA is
     )
 
 
@@ -686,9 +677,8 @@ def _a_name_alone(text: str) -> bool:
     word = words[0]
     if word.casefold() in _DETAIL_KINDS:  # 'datasets?' asks the paper in focus
         return False
-    return bool(NAME.fullmatch(word)) or all(
-        zipf_frequency(part, "en") < RARE_ZIPF for part in word.casefold().split("-") if part
-    )
+    parts = [part for part in word.casefold().split("-") if part]
+    return bool(NAME.fullmatch(word)) or not any(map(_everyday, parts))
 
 
 def subject_of(text: str) -> str:
@@ -747,6 +737,12 @@ def number_spellings(term: str) -> tuple[str, ...]:
 RARE_ZIPF = 3.0  # below this wordfreq frequency a word is no everyday English ('dpo' 2.2)
 
 
+def _everyday(word: str) -> bool:
+    """Tell whether English writes a word often ('clip', 'demo', 'instruments'), so typed
+    in lower case it is a word, not a name ('dpo', 'lora', 'neuclip')."""
+    return zipf_frequency(word, "en") >= RARE_ZIPF
+
+
 def _lower_words(text: str) -> list[str]:
     """The words of a text typed in lower case, 3 to 16 letters or digits, a letter
     first: 'dpo variants for Qwen-based kv-cache' -> ['dpo', 'variants', 'for', 'based',
@@ -770,13 +766,11 @@ def with_acronyms(query: Query, spellings: Mapping[str, str]) -> Query:
     define DPO -> terms ('DPO',), as if typed 'DPO variants'. Only words rare in English
     ('dpo', 'lora', 'grpo'; not 'demo', 'map' or 'clip') and only acronyms the abstracts
     spell out ("Direct Preference Optimization (DPO)")."""
-    from wordfreq import zipf_frequency
-
     have = {t.casefold() for t in query.terms}
     found = [
         spellings[word]
         for word in dict.fromkeys(_lower_words(query.text))
-        if word in spellings and word not in have and zipf_frequency(word, "en") < RARE_ZIPF
+        if word in spellings and word not in have and not _everyday(word)
     ]
     return replace(query, terms=(*query.terms, *found)) if found else query
 
