@@ -660,10 +660,11 @@ class Conversation:
                     )
                 )
                 answer = retried
-        elif not follow_up and answer.abstained and read_q.wants and self._last_answered():
-            # 'how much faster than the cpu version', 'how big were the datasets': a figure
-            # or a name asked without a pointing word, found nowhere alone; the last turn's
-            # paper may hold it ('medical imaging segmentation' asks for neither: a new topic)
+        elif not follow_up and answer.abstained and self._last_answered():
+            # 'how much faster than the cpu version', 'real recordings or just simulations?':
+            # a detail asked without a pointing word, found nowhere alone; the last turn's
+            # paper may hold it, if it holds the question's own words ('medical imaging
+            # segmentation' after the GPU paper: a new topic, refused)
             retried = self._ask_offline_follow_up(question, read_q, alone)
             if not retried.abstained and self._own_words_held(read_q, retried):
                 notices.append(

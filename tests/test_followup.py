@@ -146,6 +146,16 @@ def test_a_detail_found_nowhere_alone_is_asked_of_the_paper_before(seeded: Assis
     assert topic.abstained and not topic.follow_up
 
 
+def test_a_choice_with_no_question_word_is_asked_of_the_paper_before(seeded: Assistant) -> None:
+    """'real recordings or just simulations?' asks neither a figure nor a name; alone it
+    finds nothing (refused), the neural-coding paper before holds its words."""
+    chat = seeded.conversation()
+    chat.ask("likelihood vs posterior neural code experiment design", mode="extractive")
+    choice = chat.ask("real recordings or just simulations?", mode="extractive")
+    assert choice.follow_up and not choice.abstained
+    assert "simulations" in choice.answer and choice.notices[0].code == "read_as_follow_up"
+
+
 def test_a_detail_asked_with_no_topic_of_its_own_leans_on_the_answer_before(
     seeded: Assistant,
 ) -> None:
