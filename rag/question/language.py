@@ -36,6 +36,9 @@ CLEAR = 0.9  # lingua confidence above which a non-English language is believed
 ENGLISH_SHARE = 0.75  # share of known English words that makes plain ASCII English
 WORD_LANGUAGES = ("en", "de", "fr", "es", "it", "pt", "nl")  # told apart by word frequency
 WORD_MARGIN = 1.0  # mean zipf over English that makes a question another language's
+# ... and at least one of its words that language writes every day (zipf >= this): 'csam'
+# (1.07 in Dutch, 0 in English) and 'ti-dpo' are names, not Dutch or Italian
+EVERYDAY_ZIPF = 3.0
 
 # ISO 639-1 code -> English name, for the languages the detector tells apart.
 LANGUAGES = {
@@ -93,8 +96,9 @@ def detect(text: str) -> str:
 
 def _by_word_frequency(text: str) -> str | None:
     """The Latin-script language whose words these are, when their mean wordfreq frequency
-    there beats English by `WORD_MARGIN`: 'privacidad diferencial signsgd' -> 'es',
-    "qu'est-ce que DeMo ?" -> 'fr'; None otherwise. Names and numbers are not words."""
+    there beats English by `WORD_MARGIN` and one of them is an everyday word there
+    (`EVERYDAY_ZIPF`): 'privacidad diferencial signsgd' -> 'es', "qu'est-ce que DeMo ?" ->
+    'fr'; None otherwise ('csam'). Names and numbers are not words."""
     words = [
         w.casefold()
         for w in re.findall(r"[^\W\d_]+", text)
@@ -104,7 +108,9 @@ def _by_word_frequency(text: str) -> str | None:
         return None
     means = {c: sum(zipf_frequency(w, c) for w in words) / len(words) for c in WORD_LANGUAGES}
     best = max(means, key=means.__getitem__)
-    return best if best != "en" and means[best] >= means["en"] + WORD_MARGIN else None
+    if best == "en" or means[best] < means["en"] + WORD_MARGIN:
+        return None
+    return best if any(zipf_frequency(w, best) >= EVERYDAY_ZIPF for w in words) else None
 
 
 def _plain_english(text: str) -> bool:
