@@ -122,7 +122,7 @@ def ingest_cmd(
     assistant = _assistant(ctx)
     if assistant.settings.generate_titles and not assistant.has_endpoint():
         click.echo(
-            "RAG_GENERATE_TITLES is on but no endpoint is set (RAG_BASE_URL): untitled "
+            "RAG_GENERATE_TITLES is on but no endpoint is set (OPENAI_BASE_URL): untitled "
             "papers keep their offline labels",
             err=True,
         )

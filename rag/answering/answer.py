@@ -144,7 +144,7 @@ class Answerer:
                 Notice(
                     "quotes_english",
                     f"the offline answer quotes the English abstracts; with an LLM endpoint "
-                    f"(RAG_BASE_URL) the answer is written in {language.name(query.language)}",
+                    f"(OPENAI_BASE_URL) the answer is written in {language.name(query.language)}",
                 )
             )
         answer.confidence = decision.confidence

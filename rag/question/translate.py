@@ -556,7 +556,7 @@ def translate(
         Notice(
             "untranslated",
             f"offline, a question in {language.name(code)} is searched by its own words "
-            "(names and numbers still match); an LLM endpoint (RAG_BASE_URL) translates it",
+            "(names and numbers still match); an LLM endpoint (OPENAI_BASE_URL) translates it",
         )
     )
     return Translation(question, "none", tuple(notices))
