@@ -37,7 +37,8 @@ ENGLISH_SHARE = 0.75  # share of known English words that makes plain ASCII Engl
 WORD_LANGUAGES = ("en", "de", "fr", "es", "it", "pt", "nl")  # told apart by word frequency
 WORD_MARGIN = 1.0  # mean zipf over English that makes a question another language's
 # ... and at least one of its words that language writes every day (zipf >= this): 'csam'
-# (1.07 in Dutch, 0 in English) and 'ti-dpo' are names, not Dutch or Italian
+# (1.07 in Dutch, 0 in English) is a name, not Dutch ('ti-dpo' is still read as Italian:
+# 'ti' is everyday Italian)
 EVERYDAY_ZIPF = 3.0
 
 # ISO 639-1 code -> English name, for the languages the detector tells apart.
