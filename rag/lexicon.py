@@ -248,6 +248,10 @@ FINDING_NOUNS = _words(
     """finding findings result results takeaway takeaways conclusion conclusions explanation
     lesson lessons contribution contributions"""
 )
+# 'which one is fastest': words that rank papers by their results ask for those results.
+RANKING_WORDS = _words(
+    "fastest quickest best strongest cheapest faster quicker better stronger cheaper"
+)
 # 'what do they prove': the verbs that ask for a finding after 'what do / does / did'.
 FINDING_VERBS = _words("find found show prove conclude observe discover learn demonstrate")
 # What may stand beside those nouns in a question that names no topic ('the main finding').

@@ -132,6 +132,19 @@ def test_a_list_over_the_collection_after_one_of_its_papers_stands_alone(
     assert detail.follow_up  # pointing back, it still leans on the list
 
 
+def test_which_one_is_fastest_after_a_list_quotes_its_result(seeded: Assistant) -> None:
+    """A word ranking the listed papers by their results asks for those results: GTO's
+    speedup figure, not the sentence on the misalignment that limits speedups."""
+    assert read("which one is fastest").wants == "finding"
+    assert read("best way to encode 3d rotations").wants is None  # words of its own
+    chat = seeded.conversation()
+    chat.ask("which iclr 2026 papers do speculative decoding", mode="extractive")
+    fastest = chat.ask("which one is fastest", mode="extractive")
+    assert fastest.follow_up and not fastest.abstained
+    first = fastest.answer.split(". ")[0]
+    assert "7.7" in first and "misalignment" not in first
+
+
 def test_a_detail_found_nowhere_alone_is_asked_of_the_paper_before(seeded: Assistant) -> None:
     chat = seeded.conversation()
     chat.ask("which paper speeds up dynamic programming with gpu kernels", mode="extractive")

@@ -66,6 +66,7 @@ from rag.lexicon import (
     PLURAL_NOUNS,
     PREPOSITIONS,
     PROBLEM_NOUNS,
+    RANKING_WORDS,
     REFERS_BACK,
     REJECTED,
     SCOPE_PAPER_NOUNS,
@@ -602,9 +603,11 @@ def _asks_described(text: str) -> str | None:
         return None  # 'how do they model the non-stationarity' asks of its own words
     if _asks_for(text, FINDING_NOUNS):
         return "finding"
+    said = _said(text)
+    if RANKING_WORDS.intersection(said):  # 'which one is fastest': by what each found
+        return "finding"
     if _asks_for(text, METHOD_NOUNS):
         return "method"
-    said = _said(text)
     if len(said) > 1 and said[0] == "how" and said[1] in HOW_VERBS:
         return "method"
     if len(said) > 1 and said[0] == "why" and said[1] in HOW_VERBS:
