@@ -140,6 +140,15 @@ def _load(target: Path) -> _Table | None:
     return _Table(arrays)
 
 
+EVERYDAY_ZIPF = 3.0  # at or above this a language writes a word every day ('dpo' 2.2 in English)
+
+
+def is_everyday(word: str, lang: str = "en") -> bool:
+    """Tell whether a language writes a word often: English 'clip', 'demo', 'instruments'
+    (typed in lower case, a word, not a name like 'dpo' or 'neuclip'); not Dutch 'csam'."""
+    return zipf_frequency(word, lang) >= EVERYDAY_ZIPF
+
+
 def zipf_frequency(word: str, lang: str) -> float:
     """wordfreq.zipf_frequency(word, lang), read from the mapped table."""
     from wordfreq import freq_to_zipf, zipf_to_freq

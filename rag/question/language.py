@@ -29,17 +29,16 @@ import threading
 from functools import lru_cache
 from typing import Any
 
-from rag.frequency import zipf_frequency
+from rag.frequency import is_everyday, zipf_frequency
 from rag.text import is_english_word
 
 CLEAR = 0.9  # lingua confidence above which a non-English language is believed
 ENGLISH_SHARE = 0.75  # share of known English words that makes plain ASCII English
 WORD_LANGUAGES = ("en", "de", "fr", "es", "it", "pt", "nl")  # told apart by word frequency
 WORD_MARGIN = 1.0  # mean zipf over English that makes a question another language's
-# ... and at least one of its words that language writes every day (zipf >= this): 'csam'
-# (1.07 in Dutch, 0 in English) is a name, not Dutch ('ti-dpo' is still read as Italian:
-# 'ti' is everyday Italian)
-EVERYDAY_ZIPF = 3.0
+# ... and at least one of its words that language writes every day (rag.frequency
+# `is_everyday`): 'csam' (zipf 1.07 in Dutch, 0 in English) is a name, not Dutch ('ti-dpo'
+# is still read as Italian: 'ti' is everyday Italian)
 
 # ISO 639-1 code -> English name, for the languages the detector tells apart.
 LANGUAGES = {
@@ -98,8 +97,8 @@ def detect(text: str) -> str:
 def _by_word_frequency(text: str) -> str | None:
     """The Latin-script language whose words these are, when their mean wordfreq frequency
     there beats English by `WORD_MARGIN` and one of them is an everyday word there
-    (`EVERYDAY_ZIPF`): 'privacidad diferencial signsgd' -> 'es', "qu'est-ce que DeMo ?" ->
-    'fr'; None otherwise ('csam'). Names and numbers are not words."""
+    (`rag.frequency.is_everyday`): 'privacidad diferencial signsgd' -> 'es', "qu'est-ce
+    que DeMo ?" -> 'fr'; None otherwise ('csam'). Names and numbers are not words."""
     words = [
         w.casefold()
         for w in re.findall(r"[^\W\d_]+", text)
@@ -111,7 +110,7 @@ def _by_word_frequency(text: str) -> str | None:
     best = max(means, key=means.__getitem__)
     if best == "en" or means[best] < means["en"] + WORD_MARGIN:
         return None
-    return best if any(zipf_frequency(w, best) >= EVERYDAY_ZIPF for w in words) else None
+    return best if any(is_everyday(w, best) for w in words) else None
 
 
 def _plain_english(text: str) -> bool:

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
-from rag.frequency import zipf_frequency
+from rag.frequency import is_everyday
 from rag.lexicon import (
     AGGREGATE_FRAME,
     AMBIGUOUS_VENUES,
@@ -588,7 +588,7 @@ def asks_bare_kind(text: str) -> bool:
         len(said) in (2, 3)
         and said[0] in WHICH
         and all(content_words(w) and w not in SET_NOUNS | SCOPE_PAPER_NOUNS for w in said[1:])
-        and all(map(_everyday, said[1:]))  # 'what lora' asks what LoRA is
+        and all(map(is_everyday, said[1:]))  # 'what lora' asks what LoRA is
     )
 
 
@@ -681,7 +681,7 @@ def _a_name_alone(text: str) -> bool:
     if word.casefold() in _DETAIL_KINDS:  # 'datasets?' asks the paper in focus
         return False
     parts = [part for part in word.casefold().split("-") if part]
-    return bool(NAME.fullmatch(word)) or not any(map(_everyday, parts))
+    return bool(NAME.fullmatch(word)) or not any(map(is_everyday, parts))
 
 
 def subject_of(text: str) -> str:
@@ -737,15 +737,6 @@ def number_spellings(term: str) -> tuple[str, ...]:
     return tuple(f for f in dict.fromkeys(forms) if f != term)
 
 
-RARE_ZIPF = 3.0  # below this wordfreq frequency a word is no everyday English ('dpo' 2.2)
-
-
-def _everyday(word: str) -> bool:
-    """Tell whether English writes a word often ('clip', 'demo', 'instruments'), so typed
-    in lower case it is a word, not a name ('dpo', 'lora', 'neuclip')."""
-    return zipf_frequency(word, "en") >= RARE_ZIPF
-
-
 def _lower_words(text: str) -> list[str]:
     """The words of a text typed in lower case, 3 to 16 letters or digits, a letter
     first: 'dpo variants for Qwen-based kv-cache' -> ['dpo', 'variants', 'for', 'based',
@@ -773,7 +764,7 @@ def with_acronyms(query: Query, spellings: Mapping[str, str]) -> Query:
     found = [
         spellings[word]
         for word in dict.fromkeys(_lower_words(query.text))
-        if word in spellings and word not in have and not _everyday(word)
+        if word in spellings and word not in have and not is_everyday(word)
     ]
     return replace(query, terms=(*query.terms, *found)) if found else query
 
