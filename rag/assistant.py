@@ -32,15 +32,17 @@ from rag.corpus.papers import FieldMap
 from rag.corpus.titles import TitleJob, TitleProgress, generate_title
 from rag.embedding.embed import Embedder, make_embedder
 from rag.ingest import Progress, ingest
-from rag.lexicon import USAGE_FRAME
+from rag.lexicon import ASKS_AUTHORS, ASKS_CODE, COMPARE_SHOWN, SMALL_COUNTS, USAGE_FRAME
 from rag.llm import Chat, ChatClient, LLMError, OnReset, OnToken
 from rag.question import followup, plain
 from rag.question.reading import (
+    DEFAULT_COLUMNS,
     Query,
     alternatives_of,
     distinctive_terms,
     keywords_of,
     named_by_best_hit,
+    overview_rest,
     read,
     topic_of,
     with_acronyms,
@@ -49,11 +51,15 @@ from rag.question.translate import Translation, translate
 from rag.retrieval.related import Related, related
 from rag.retrieval.retrieve import Retriever, Scope, papers_in, vocabulary_of
 from rag.store.index import Store, adopt_layout, recorded_family
-from rag.text import content_words, mentions, overlap, stem
+from rag.text import content_words, hyphen_words, mentions, overlap, stem
 from rag.types import Answer, Filters, Hit, IngestSummary, Notice, Paper, Source
 
 CONDENSE_KEEPS = 0.5  # share of a follow-up's own content words its rewrite must keep
 OWN_WORDS_HELD = 0.2  # share of a question's own words a retried follow-up's papers must hold
+MAX_OVERVIEW = 5  # papers an overview of the last answer ('summarize them') quotes, at most
+# What a question asking for a paper's code or authors says besides ('is the code released')
+_RECORD_WORDS = content_words(" ".join((*ASKS_CODE, *ASKS_AUTHORS, "any link")))
+_COMPARE_SHOWN = content_words(" ".join(COMPARE_SHOWN | SMALL_COUNTS.keys()))
 
 
 class Assistant:
@@ -218,7 +224,8 @@ class Assistant:
         inherited = (context or Filters()).without(ignore_scope)
         applied = (filters or Filters()).over(named).over(inherited)
         asked = read_q.translated or read_q.question  # the English of one in another language
-        text = query or (read_q.text if named.active else asked)
+        # ('give me an overview of the rlhf papers' searches 'rlhf papers')
+        text = query or (read_q.text if named.active else overview_rest(asked) or asked)
         text, fixes = self.retriever.correct(text)
         text, plainly = plain.expand(text, self.holds_word)
         terms = read_q.terms
@@ -359,6 +366,39 @@ class Assistant:
             answer.notices.insert(0, Notice("scope", f"scope: {applied.describe()}{how}"))
         answer.query = searched
         answer.applied_filters = applied.to_dict()
+        answer.intent = read_q.intent
+        answer.language = read_q.language
+        return answer
+
+    def about_shown(
+        self,
+        question: str,
+        shown: Sequence[Source],
+        filters: Filters | None = None,
+        *,
+        mode: str | None = None,
+        on_token: OnToken | None = None,
+        on_reset: OnReset | None = None,
+        translations: dict[str, Translation] | None = None,
+    ) -> Answer:
+        """Answer a question about papers already shown, in the scope of the turn that
+        showed them: a comparison ('compare them') is a table of them, anything else
+        ('summarize them', 'tl;dr', 'tell me more about the second one') their gist, what
+        each does and finds (`Answerer.overview`)."""
+        started = time.perf_counter()
+        read_q = self.read(question, mode, translations)
+        stored = self.retriever.catalog.papers
+        hits = [Hit(stored[s.paper_id].paper, s.score) for s in shown if s.paper_id in stored]
+        if not hits:
+            return abstention(question, [], self.answerer.mode_of(mode), "no paper to summarize")
+        if read_q.intent == "comparison":
+            answer = table_answer(read_q, hits, read_q.columns or DEFAULT_COLUMNS)
+        else:
+            answer = self.answerer.overview(read_q, hits, mode, on_token, on_reset)
+        answer.notices[:0] = read_q.notices
+        answer.timings_ms["total"] = round((time.perf_counter() - started) * 1000, 2)
+        answer.query = " ".join(h.paper.label for h in hits)
+        answer.applied_filters = (filters or Filters()).to_dict()
         answer.intent = read_q.intent
         answer.language = read_q.language
         return answer
@@ -641,6 +681,20 @@ class Conversation:
                 counted.follow_up = True
                 self.turns.append(Turn(question, counted))
                 return counted
+        shown = self._shown_asked_about(read_q)  # 'summarize them', 'compare the two'
+        if shown:
+            answer = self.assistant.about_shown(
+                question,
+                shown,
+                Filters(**self.turns[-1].answer.applied_filters),
+                mode=options.get("mode"),
+                on_token=options.get("on_token"),
+                on_reset=options.get("on_reset"),
+                translations=self.translations,
+            )
+            answer.follow_up = True
+            self.turns.append(Turn(question, answer))
+            return answer
         query, condensed = self._standalone(read_q, options.get("mode"), notices)
         follow_up = query is not None
         alone = dict(options)
@@ -715,6 +769,31 @@ class Conversation:
             options["focus_only"] = True
         return options
 
+    def _shown_asked_about(self, read_q: Query) -> list[Source]:
+        """The papers the last answer cited that a question asks about as a whole, naming
+        nothing else: their gist ('summarize them', 'tl;dr', 'tell me more about the second
+        one') or a table of them ('compare them', 'compare the two'); none for any other
+        question ('summarize the rlhf papers' names its own papers)."""
+        if not self._last_answered():
+            return []
+        last = self.turns[-1].answer
+        cited = [s for s in last.sources if s.cited]
+        if read_q.wants == "overview":
+            rest = overview_rest(read_q.english) or ""
+            if not (read_q.refers_back or not content_words(rest)):
+                return []
+            referred = _referred_source(last, read_q.ordinal)
+            return [referred] if referred else cited[:MAX_OVERVIEW]
+        if read_q.intent != "comparison" or read_q.compared or len(cited) < 2:
+            return []
+        if content_words(read_q.topic) - _COMPARE_SHOWN:
+            return []  # 'compare the rlhf papers': a set of its own
+        words = [w.casefold() for w in hyphen_words(read_q.english)]
+        wanted = next(
+            (SMALL_COUNTS.get(w) or int(w) for w in words if w in SMALL_COUNTS or w.isdecimal()), 0
+        )
+        return cited[: wanted or self.assistant.settings.table_rows]
+
     def _last_answered(self) -> bool:
         """Tell whether the last turn answered (a refusal leaves nothing to follow up)."""
         return bool(self.turns) and not self.turns[-1].answer.abstained
@@ -783,6 +862,10 @@ class Conversation:
         against the paper that turn's answer is about."""
         if not self.turns or read_q.question.casefold() == self.turns[-1].question.casefold():
             return False  # (a question asked again leans on nothing)
+        if (read_q.asks_code or read_q.asks_authors) and not (
+            content_words(read_q.english) - _RECORD_WORDS
+        ):
+            return True  # 'any code?', 'github?', 'who wrote it': the paper in focus's
         return followup.follows_up(self.followup_features(read_q), self.assistant.followup_model)
 
     def followup_features(self, read_q: Query) -> dict[str, float]:

@@ -55,7 +55,7 @@ RESEARCH = _words(
     """paper papers work works study studies studied approach approaches method methods
     propose proposes proposed use used uses using show find existing about"""
 )
-REPORTING = _words("shows found new")  # what a sentence reports, never its topic
+REPORTING = _words("shows found new say says")  # what a sentence reports, never its topic
 INFORMAL = _words(
     """stuff thing things something anything everything lot lots bunch kinda sorta way ways
     make makes making get gets getting got trick tricks"""
@@ -63,7 +63,7 @@ INFORMAL = _words(
 ASKING = _words(
     """whats list give tell explain describe define definition meaning mean means stand know
     need want look looking please thanks exist exists kind type types ones anything
-    something get"""
+    something get say says"""
 )
 # How a venue may be typed -> the key it is compared under. Catalog spellings pass through
 # the same map, so a question's "NeurIPS" finds papers stored as "NIPS" and back.
@@ -338,8 +338,30 @@ REFERS_BACK = (
         former|above|same""".replace("\n", "").replace(" ", ""),
     ),
     *phrases_of("number|paper|source", "<d>"),
+    *phrases_of("of", "these|those"),  # 'which of these has code'
     "[<n>]",
     "tell me more",
+)
+# Asking for the gist of papers rather than one detail: 'summarize them', 'tl;dr', 'tell
+# me more about the second one', 'give me a short overview of the rlhf papers' (Query.wants
+# 'overview': what each paper does and what it found). Asked where the request opens the
+# question, after nothing but OVERVIEW_LEADS, or closes it ('rlhf papers summary'); 'llms
+# that summarize documents' asks for papers on summarizing.
+OVERVIEW = (
+    *phrases_of("|short|brief|quick|high-level|high level", "summary|summaries|overview|recap"),
+    *phrases_of("summarize|summarise|sum up|recap|tldr|tl;dr|tl dr|gist|elaborate|expand on"),
+    *phrases_of("tell me|say|explain|go into", "more"),
+    *phrases_of("more", "details|detail|info|information"),
+    *phrases_of("in", "short|brief|a nutshell"),
+    *phrases_of("list|show|show me", "them|these|those|these papers|those papers"),
+)
+# What a comparison of the papers just shown says besides them: 'compare them', 'compare
+# the first two' (how many: SMALL_COUNTS).
+COMPARE_SHOWN = _words("compare comparison compared first top last both all")
+SMALL_COUNTS = {"two": 2, "three": 3, "four": 4, "five": 5, "both": 2}
+OVERVIEW_LEADS = LEAD_INS | _words(
+    """can could would will you please pls plz kindly i we want need like give me us a an the
+    just now quickly briefly"""
 )
 # Pronouns that do not point back: "is it possible", "it is known that".
 GENERIC_IT = (

@@ -11,7 +11,7 @@ from eval import followupfit
 from rag.assistant import Assistant
 from rag.logistic import Model
 from rag.question import followup
-from rag.question.reading import read
+from rag.question.reading import overview_rest, read
 from rag.text import content_words
 
 
@@ -301,3 +301,80 @@ def test_a_bare_kind_asks_the_paper_in_focus_for_a_thing_of_that_kind(
     assert "we propose NeuCLIP" in named.answer
     trick = chat.ask("what's the trick", mode="extractive")
     assert trick.follow_up and "log-normalizer" in trick.answer
+
+
+@pytest.mark.parametrize(
+    ("question", "rest"),
+    [
+        ("summarize them", "them"),
+        ("tl;dr please", ""),
+        ("tell me more about the second one", "second one"),
+        ("can you give me a short overview of the rlhf papers?", "rlhf papers"),
+        ("rlhf papers summary", "rlhf papers"),
+        ("llms that summarize documents", None),  # papers on summarizing
+        ("which papers summarize legal documents", None),
+        ("papers on text summarization", None),
+    ],
+)
+def test_a_request_for_the_gist_is_read_apart_from_what_it_is_about(
+    question: str, rest: str | None
+) -> None:
+    assert overview_rest(question) == rest
+    assert (read(question).wants == "overview") == (rest is not None)
+
+
+def test_summarize_them_quotes_what_each_paper_shown_does_and_finds(seeded: Assistant) -> None:
+    """'summarize them', 'tl;dr', 'tell me more about the second one': the gist of the
+    papers the answer before cited (their contribution, then a finding), searched for
+    nothing new, where searching 'summarize them' with the previous query was refused."""
+    chat = seeded.conversation()
+    listed = chat.ask("which iclr 2026 papers build on dpo", mode="extractive")
+    cited = [s.paper_id for s in listed.sources if s.cited]
+    assert len(cited) > 1
+    summary = chat.ask("summarize them", mode="extractive")
+    assert summary.follow_up and not summary.abstained
+    assert [s.paper_id for s in summary.sources if s.cited] == cited
+    assert summary.answer.count("- ") >= len(cited)  # one line per paper
+    assert "we propose" in summary.answer.casefold()  # a contribution, not background
+    second = chat.ask("tell me more about the second one", mode="extractive")
+    assert [s.paper_id for s in second.sources if s.cited] == [cited[1]]
+    chat.ask("gn-ivo", mode="extractive")
+    short = chat.ask("tl;dr", mode="extractive")
+    assert short.follow_up and not short.abstained
+    assert "GN-IVO" in short.answer and "outperforms" in short.answer  # what it found
+    assert [len(s.highlights) for s in short.sources if s.cited] == [2]
+
+
+def test_an_overview_of_a_topic_searches_the_topic_not_the_request(seeded: Assistant) -> None:
+    answer = seeded.ask("give me an overview of the rlhf papers", mode="extractive")
+    assert not answer.abstained and answer.intent == "papers"
+    assert "overview" not in answer.query
+    fresh = seeded.conversation().ask("tl;dr", mode="extractive")  # nothing shown yet
+    assert fresh.abstained and not fresh.follow_up
+
+
+def test_compare_them_tables_the_papers_shown(seeded: Assistant) -> None:
+    """'compare them' after a list is a table of the listed papers, 'compare the two' of
+    its first two; before, 'compare them' listed five papers of the search, three of them
+    unrelated, and 'compare the two' compared three papers about 'two'."""
+    chat = seeded.conversation()
+    listed = chat.ask("which iclr 2026 papers build on dpo", mode="extractive")
+    cited = [s.paper_id for s in listed.sources if s.cited]
+    table = chat.ask("compare them", mode="extractive")
+    assert table.follow_up and table.table is not None
+    assert [s.paper_id for s in table.sources] == cited
+    two = chat.ask("compare the first two", mode="extractive")
+    assert [s.paper_id for s in two.sources] == cited[:2] and two.table is not None
+    own = chat.ask("compare spo and gvpo", mode="extractive")  # sides of its own
+    assert {s.title.split(":")[0] for s in own.sources} == {"SPO", "GVPO"}
+
+
+def test_a_bare_request_for_code_asks_the_paper_in_focus(seeded: Assistant) -> None:
+    chat = seeded.conversation()
+    chat.ask("gn-ivo", mode="extractive")
+    code = chat.ask("is the code released", mode="extractive")
+    assert code.follow_up and code.abstained  # GN-IVO's abstract links none
+    assert [s.title.split(":")[0] for s in code.sources] == ["GN-IVO"]
+    chat.ask("bora", mode="extractive")
+    link = chat.ask("github?", mode="extractive")
+    assert link.follow_up and not link.abstained and "4open.science/r/BoRA" in link.answer

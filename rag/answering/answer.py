@@ -225,6 +225,28 @@ class Answerer:
             mode="extractive",
         )
 
+    def overview(
+        self,
+        query: Query,
+        hits: list[Hit],
+        mode: str | None = None,
+        on_token: OnToken | None = None,
+        on_reset: OnReset | None = None,
+    ) -> Answer:
+        """The gist of papers a conversation has shown ('summarize them', 'tl;dr', 'tell me
+        more about the second one'): what each of `hits` does and finds (extractive.gist),
+        or the model's summary of them. Nothing is searched and no answerability is
+        decided: the turn that showed them decided it, and nothing new is asked."""
+        query = replace(
+            query,
+            wants="overview",
+            plural=len(hits) > 1,
+            members=frozenset(h.paper.paper_id for h in hits),
+        )
+        if self.mode_of(mode) == "llm":
+            return self._llm(query, hits, on_token, on_reset)
+        return self.extractive(query, hits)
+
     def best_answering(self, query: Query, papers: list[Paper]) -> int:
         """Index of the paper whose best sentence answers `query` best, by the scores the
         extractive answer quotes with: 'the one that picks which preference pairs to

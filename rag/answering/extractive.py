@@ -176,9 +176,32 @@ def evidence(query: Query, sentence: str) -> int:
             return 0
         said = len(_HOW.findall(sentence))
         return max(0, min(3, said) - bool(GAP.search(sentence)) - bool(_RESULTS.search(sentence)))
-    if query.wants == "finding":  # a figure is often the finding ('+3.4 pp over GRPO')
-        return min(3, len(_FOUND.findall(sentence)) + reports_figure(sentence))
+    if query.wants == "finding":
+        return found_in(sentence)
     return 0
+
+
+def found_in(sentence: str) -> int:
+    """How much a sentence states of what was found, 0-3: 'we prove that ...', 'results
+    show ...', a figure, which is often the finding ('+3.4 pp over GRPO')."""
+    return min(3, len(_FOUND.findall(sentence)) + reports_figure(sentence))
+
+
+def gist(sentences: list[str]) -> list[int]:
+    """What a paper is, in the sentences of its abstract to quote for an overview
+    ('summarize them', 'tl;dr'), in order: the first that states its contribution ('We
+    propose ...', else the first where the authors speak of their work, else the first),
+    then the one after it that states the most of what was found (the later on a tie: an
+    abstract ends on its results), if any."""
+    if not sentences:
+        return []
+    lead = next(
+        (j for j, s in enumerate(sentences) if _INTRODUCES.search(s) and _AUTHORS.search(s)),
+        next((j for j, s in enumerate(sentences) if _AUTHORS.search(s)), 0),
+    )
+    found = [(found_in(s), j) for j, s in enumerate(sentences) if j > lead]
+    best = max(found, default=(0, lead))
+    return [lead, best[1]] if best[0] > 0 else [lead]
 
 
 def reports_figure(text: str, counts: bool = False) -> bool:
@@ -308,6 +331,8 @@ def _choose(
     query: Query, sentences: list[str], order: list[int], first: bool, title: str = ""
 ) -> list[int]:
     """The sentences of one source (titled `title`), in the order they are shown."""
+    if query.wants == "overview":  # 'summarize them': what each paper does and finds
+        return gist(sentences)
     if query.intent == "definition" and first:
         intro = _introducing(query, sentences, title)
         if intro is not None:

@@ -63,6 +63,8 @@ from rag.lexicon import (
     NOT_A_COUNTED_WORD,
     NOT_COUNTED,
     ORDINAL_REFS,
+    OVERVIEW,
+    OVERVIEW_LEADS,
     PLURAL_NOUNS,
     PREPOSITIONS,
     PROBLEM_NOUNS,
@@ -107,6 +109,7 @@ _ORDINAL_REF = Phrases(ORDINAL_REFS)
 _YEARS = {kind: Phrases(phrases) for kind, phrases in YEAR_PHRASES.items()}
 _DANGLING = Phrases(DANGLING)
 _HOW_MANY = Phrases(["how many"])
+_OVERVIEW = Phrases(OVERVIEW)  # 'summarize them', 'tl;dr', 'tell me more'
 
 # A name: capitals or digits inside a word ('AltGDA', 'F2SA-p', 'KV', 'GPT-4', 'LLMs').
 NAME = re.compile(r"\b[A-Za-z]*(?:[A-Z][A-Za-z]*[A-Z0-9]|[a-z][A-Z]|\d[A-Za-z])[\w\-.]*")
@@ -308,6 +311,9 @@ def read(question: str, vocabulary: Vocabulary | None = None) -> Query:
     question = " ".join(question.split())
     group_by, ungrouped = grouping_of(question)
     scope, spans, text = read_scope(ungrouped, vocabulary or Vocabulary())
+    rest = overview_rest(text)  # 'give me an overview of the rlhf papers' -> 'the rlhf papers'
+    if rest:
+        text = rest
     intent = intent_of(text)  # fitted on labelled questions (rag/question/intent.py)
     compared: tuple[str, ...] = ()
     columns: tuple[str, ...] = ()
@@ -332,7 +338,9 @@ def read(question: str, vocabulary: Vocabulary | None = None) -> Query:
     ):
         wants = "entity"
     refers = refers_back(question)
-    if wants is None and not plural and intent in ("definition", "lookup"):
+    if rest is not None and intent not in ("count", "comparison"):
+        wants = "overview"
+    elif wants is None and not plural and intent in ("definition", "lookup"):
         wants = _asks_described(text)
         if wants and (refers or _names_nothing(subject)):  # 'how does it work', 'the fix?'
             intent, subject = "lookup", ""
@@ -616,6 +624,32 @@ def _asks_described(text: str) -> str | None:
     if asks_done and any(word in FINDING_VERBS for word in said[2:5]):
         return "finding"
     return None
+
+
+def overview_rest(text: str) -> str | None:
+    """What a request for the gist of papers is about: 'summarize the rlhf papers' -> 'the
+    rlhf papers', 'rlhf papers summary' -> 'rlhf papers', 'tl;dr' and 'tell me more' -> ''
+    (the papers just shown); None when no overview is asked (lexicon's OVERVIEW): 'llms
+    that summarize documents' asks for papers on summarizing."""
+    found = _OVERVIEW.search(text)
+    if found is None:
+        return None
+    before, after = text[: found.start], text[found.end :]
+    if all(w.casefold() in OVERVIEW_LEADS for w in hyphen_words(before)):
+        words = hyphen_words(after)
+        while words and words[0].casefold() in _OVERVIEW_OF:
+            words = words[1:]  # 'of', 'about', 'on'
+        while words and words[-1].casefold() in OVERVIEW_LEADS:
+            words = words[:-1]  # 'please'
+        return (
+            after[after.find(words[0]) : after.rfind(words[-1]) + len(words[-1])] if words else ""
+        )
+    if not after.strip(" ?.!,"):
+        return before.strip(" ,")
+    return None
+
+
+_OVERVIEW_OF = PREPOSITIONS | {"about", "everything"}
 
 
 def _said(text: str) -> list[str]:
