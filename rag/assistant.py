@@ -22,7 +22,12 @@ from typing import Any
 
 from rag import acronyms, frequency, prompts
 from rag.aggregate import matching
-from rag.aggregate.conference import count_answer, count_of_previous, table_answer
+from rag.aggregate.conference import (
+    count_answer,
+    count_of_previous,
+    record_answer,
+    table_answer,
+)
 from rag.aggregate.topics import TopicSet, topics_of
 from rag.answering.answer import Answerer, abstention
 from rag.answering.answerable import Model
@@ -32,7 +37,14 @@ from rag.corpus.papers import FieldMap
 from rag.corpus.titles import TitleJob, TitleProgress, generate_title
 from rag.embedding.embed import Embedder, make_embedder
 from rag.ingest import Progress, ingest
-from rag.lexicon import ASKS_AUTHORS, ASKS_CODE, COMPARE_SHOWN, SMALL_COUNTS, USAGE_FRAME
+from rag.lexicon import (
+    ASKS_AUTHORS,
+    ASKS_CODE,
+    ASKS_RECORD,
+    COMPARE_SHOWN,
+    SMALL_COUNTS,
+    USAGE_FRAME,
+)
 from rag.llm import Chat, ChatClient, LLMError, OnReset, OnToken
 from rag.question import followup, plain
 from rag.question.reading import (
@@ -59,6 +71,8 @@ OWN_WORDS_HELD = 0.2  # share of a question's own words a retried follow-up's pa
 MAX_OVERVIEW = 5  # papers an overview of the last answer ('summarize them') quotes, at most
 # What a question asking for a paper's code or authors says besides ('is the code released')
 _RECORD_WORDS = content_words(" ".join((*ASKS_CODE, *ASKS_AUTHORS, "any link")))
+# ... for a paper's venue, year or status ('which conference is it from', 'is it an oral?')
+_RECORD_FIELD_WORDS = content_words(" ".join((*ASKS_RECORD, "first second third last")))
 _COMPARE_SHOWN = content_words(" ".join(COMPARE_SHOWN | SMALL_COUNTS.keys()))
 
 
@@ -375,29 +389,33 @@ class Assistant:
         question: str,
         shown: Sequence[Source],
         filters: Filters | None = None,
+        searched: str = "",
         *,
         mode: str | None = None,
         on_token: OnToken | None = None,
         on_reset: OnReset | None = None,
         translations: dict[str, Translation] | None = None,
     ) -> Answer:
-        """Answer a question about papers already shown, in the scope of the turn that
-        showed them: a comparison ('compare them') is a table of them, anything else
-        ('summarize them', 'tl;dr', 'tell me more about the second one') their gist, what
-        each does and finds (`Answerer.overview`)."""
+        """Answer a question about papers already shown, in the scope and after the search
+        (`searched`) of the turn that showed them: their venue, year and status where it
+        asks the record ('which conference is it from'), a table of them for a comparison
+        ('compare them'), else their gist ('summarize them', 'tl;dr', 'tell me more about
+        the second one'), what each does and finds (`Answerer.overview`)."""
         started = time.perf_counter()
         read_q = self.read(question, mode, translations)
         stored = self.retriever.catalog.papers
         hits = [Hit(stored[s.paper_id].paper, s.score) for s in shown if s.paper_id in stored]
         if not hits:
             return abstention(question, [], self.answerer.mode_of(mode), "no paper to summarize")
-        if read_q.intent == "comparison":
+        if read_q.asks_record:
+            answer = record_answer(read_q, hits, read_q.asks_record)
+        elif read_q.intent == "comparison":
             answer = table_answer(read_q, hits, read_q.columns or DEFAULT_COLUMNS)
         else:
             answer = self.answerer.overview(read_q, hits, mode, on_token, on_reset)
         answer.notices[:0] = read_q.notices
         answer.timings_ms["total"] = round((time.perf_counter() - started) * 1000, 2)
-        answer.query = " ".join(h.paper.label for h in hits)
+        answer.query = searched  # what found them: a follow-up after this one searches it
         answer.applied_filters = (filters or Filters()).to_dict()
         answer.intent = read_q.intent
         answer.language = read_q.language
@@ -687,12 +705,17 @@ class Conversation:
                 question,
                 shown,
                 Filters(**self.turns[-1].answer.applied_filters),
+                self.turns[-1].answer.query or self.turns[-1].question,
                 mode=options.get("mode"),
                 on_token=options.get("on_token"),
                 on_reset=options.get("on_reset"),
                 translations=self.translations,
             )
             answer.follow_up = True
+            about = Notice(
+                "about_shown", "answered from the papers the previous answer cited, not searched"
+            )
+            answer.notices.insert(0, about)
             self.turns.append(Turn(question, answer))
             return answer
         query, condensed = self._standalone(read_q, options.get("mode"), notices)
@@ -778,6 +801,9 @@ class Conversation:
             return []
         last = self.turns[-1].answer
         cited = [s for s in last.sources if s.cited]
+        if read_q.asks_record and not (content_words(read_q.english) - _RECORD_FIELD_WORDS):
+            referred = _referred_source(last, read_q.ordinal)  # 'is it an oral?'
+            return [referred] if referred else cited[:MAX_OVERVIEW]
         if read_q.wants == "overview":
             rest = overview_rest(read_q.english) or ""
             if not (read_q.refers_back or not content_words(rest)):

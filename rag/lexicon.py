@@ -326,6 +326,26 @@ ASKS_CODE = (
     *phrases_of("where", "is|can i find|can i get", "|the|their", "code"),
     *phrases_of("release|released|releases|publish|published|publishes", "|the|their", "code"),
 )
+# What a paper's record says rather than its abstract: 'which conference is it from',
+# 'what year', 'is it an oral?' -> the field asked (rag/aggregate/conference.py
+# `record_answer`, for the papers in focus).
+_BEING = "was|is|were|are"
+_IT = "it|this|that|they|these|those"
+ASKS_RECORD: dict[str, str] = {
+    **dict.fromkeys(
+        phrases_of("which|what", "conference|conferences|venue|venues|proceedings"), "venue"
+    ),
+    **dict.fromkeys(
+        phrases_of("where", _BEING, _IT, "published|accepted|presented|from"), "venue"
+    ),
+    **dict.fromkeys(phrases_of("which|what", "year|years"), "year"),
+    **dict.fromkeys(
+        phrases_of("when", _BEING, _IT, "published|accepted|released|presented|out"), "year"
+    ),
+    **dict.fromkeys(
+        phrases_of(f"{_STATUS_NOUNS}|accepted|rejected|status|decision"), "status"
+    ),
+}  # fmt: skip
 # Words that lean on an earlier turn ('it', 'the second one', 'that paper', '[2]').
 _ORDINAL_WORDS = "first|second|third|fourth|fifth|last|latter"
 REFERS_BACK = (

@@ -89,6 +89,8 @@ class Notice(str):
         "papers_none": "info",  # 'which papers study X': none passed X's count cut
         "table_quoted": "info",  # the comparison table's cells are quoted, not written
         "table_fallback": "warning",  # no paper passed the cut: the closest ones compared
+        "about_shown": "info",  # 'summarize them', 'compare them': the papers shown, no search
+        "from_record": "info",  # 'which conference is it from': the records', not the abstracts'
     }
 
     code: str

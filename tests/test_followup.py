@@ -378,3 +378,24 @@ def test_a_bare_request_for_code_asks_the_paper_in_focus(seeded: Assistant) -> N
     chat.ask("bora", mode="extractive")
     link = chat.ask("github?", mode="extractive")
     assert link.follow_up and not link.abstained and "4open.science/r/BoRA" in link.answer
+
+
+def test_which_conference_or_is_it_an_oral_is_read_from_the_record(seeded: Assistant) -> None:
+    """The abstract says nothing of where a paper appeared; its record does. Before, 'which
+    conference is it from' quoted GN-IVO's contribution again and 'is it an oral?' was
+    searched as a new question."""
+    chat = seeded.conversation()
+    chat.ask("gn-ivo", mode="extractive")
+    venue = chat.ask("which conference is it from", mode="extractive")
+    assert venue.follow_up and venue.answer.endswith("ICLR 2026")
+    assert [n.code for n in venue.notices] == ["about_shown", "from_record"]
+    oral = chat.ask("is it an oral?", mode="extractive")
+    assert "status not recorded" in oral.answer  # the seeds' lists give no status
+    listed = chat.ask("which iclr 2026 papers build on dpo", mode="extractive")
+    years = chat.ask("what year were they published", mode="extractive")
+    cited = [s.paper_id for s in listed.sources if s.cited]
+    assert [s.paper_id for s in years.sources] == cited
+    assert years.answer.count("ICLR 2026") == len(cited)
+    # a question with words of its own is searched, as before
+    own = chat.ask("which iclr 2026 papers are orals", mode="extractive")
+    assert not own.follow_up and "about_shown" not in [n.code for n in own.notices]

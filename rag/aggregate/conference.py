@@ -161,6 +161,32 @@ def table_answer(
 QUOTE_CHARS = 200  # a count's member line quotes at most this much of its sentence
 
 
+def record_answer(query: Query, hits: Sequence[Hit], field: str) -> Answer:
+    """'which conference is it from', 'what year', 'is it an oral?' of the papers in focus:
+    each paper's venue, year and status as its record gives them (the abstract says none
+    of it), the field asked said to be missing where the record lacks it."""
+    sources = make_sources(list(hits))
+    lines = []
+    for source, hit in zip(sources, hits, strict=True):
+        paper = hit.paper
+        where = " ".join(str(v) for v in (paper.venue, paper.year) if v) or "venue not recorded"
+        if field == "year" and paper.year is None:
+            where += ", year not recorded"
+        status = paper.status or ("status not recorded" if field == "status" else "")
+        lines.append(f"**{source.title}** [{source.n}]: {', '.join(filter(None, (where, status)))}")
+        source.cited = True
+    text = lines[0] if len(lines) == 1 else "\n".join(f"- {line}" for line in lines)
+    return Answer(
+        query.question,
+        text,
+        abstained=False,
+        citations=[s.n for s in sources],
+        sources=sources,
+        mode="extractive",
+        notices=[Notice("from_record", "from the papers' records (venue, year, status)")],
+    )
+
+
 def _member_line(source: Source) -> str:
     """'- **GTO: Group Tree Optimization** [1]: “... draft tree ...”': a member of a count,
     with the sentence that makes it count (cut at a word past QUOTE_CHARS)."""

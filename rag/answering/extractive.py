@@ -112,7 +112,8 @@ _HOW = re.compile(
 # A sentence stating what was found ('We resolve this paradox by identifying ...', 'our
 # results highlight ...', 'we prove that ...'): what 'what's the main finding' wants.
 _FOUND = re.compile(
-    r"\b(we (?:show|find|prove|demonstrate|observe|reveal|identify|establish|derive|resolve)|"
+    r"\b(we (?:\w+ly )?(?:show|find|prove|demonstrate|observe|reveal|identify|establish|derive|"
+    r"resolve)|"
     r"(?:results?|findings?|analysis|experiments?) (?:show|indicate|suggest|reveal|highlight|"
     r"demonstrate|confirm)\w*|reveal\w*|suggest\w*|identif\w*|resolv\w*|highlight\w*|"
     r"explain\w*|theorem|guarantee\w*|outperform\w*|surpass\w*)\b",
@@ -143,9 +144,11 @@ _DEFINES = re.compile(
 
 
 # A sentence that introduces a method: "We propose X, ...", "X, a ...", "we call X".
+_PROPOSING = r"propos\w*|introduc\w*|present\w*|develop\w*|design\w*"
+_PROPOSES = re.compile(rf"\b({_PROPOSING})\b", re.I)  # what the authors put forward
 _INTRODUCES = re.compile(
-    r"\b(propos\w*|introduc\w*|present\w*|develop\w*|design\w*|call(ed)?|nam(e|ed)|"
-    r"dub(bed)?|term(ed)?|coin\w*|devis\w*|stud(y|ies)|refer(red)? to as)\b",
+    rf"\b({_PROPOSING}|call(ed)?|nam(e|ed)|dub(bed)?|term(ed)?|coin\w*|devis\w*|stud(y|ies)|"
+    r"refer(red)? to as)\b",
     re.I,
 )
 
@@ -195,10 +198,11 @@ def gist(sentences: list[str]) -> list[int]:
     abstract ends on its results), if any."""
     if not sentences:
         return []
+    own = [j for j, s in enumerate(sentences) if _AUTHORS.search(s)] or [0]
     lead = next(
-        (j for j, s in enumerate(sentences) if _INTRODUCES.search(s) and _AUTHORS.search(s)),
-        next((j for j, s in enumerate(sentences) if _AUTHORS.search(s)), 0),
-    )
+        (j for j in own if _PROPOSES.search(sentences[j])),
+        next((j for j in own if _INTRODUCES.search(sentences[j])), own[0]),
+    )  # 'we propose AuxDPO', not 'we study the local behavior of two-stage RLHF' before it
     found = [(found_in(s), j) for j, s in enumerate(sentences) if j > lead]
     best = max(found, default=(0, lead))
     return [lead, best[1]] if best[0] > 0 else [lead]

@@ -34,6 +34,7 @@ from rag.lexicon import (
     ARTICLES,
     ASKS_AUTHORS,
     ASKS_CODE,
+    ASKS_RECORD,
     COLUMN_DETERMINERS,
     COLUMN_LEADS,
     COLUMN_WORDS,
@@ -101,6 +102,7 @@ _COMPARE_LEADS = Phrases(COMPARE_LEADS)
 _COLUMN_LEADS = Phrases(COLUMN_LEADS)
 _ASKS_AUTHORS = Phrases(ASKS_AUTHORS)
 _ASKS_CODE = Phrases(ASKS_CODE)
+_ASKS_RECORD = Phrases(ASKS_RECORD)
 # Referring back to an earlier turn. A short question alone is never a follow-up.
 _REFERS_BACK = Phrases(REFERS_BACK)
 _WHAT_ABOUT = Phrases(WHAT_ABOUT)
@@ -229,6 +231,13 @@ class Query:
     def asks_code(self) -> bool:
         """Tell whether a code link is asked for."""
         return _ASKS_CODE.search(self.english) is not None
+
+    @property
+    def asks_record(self) -> str | None:
+        """The field of a paper's record asked for ('which conference is it from' ->
+        'venue', 'what year' -> 'year', 'is it an oral?' -> 'status'), or None."""
+        found = _ASKS_RECORD.search(self.english)
+        return found.value if found else None
 
     @property
     def asks_count_of_things(self) -> bool:
