@@ -52,6 +52,19 @@ def test_a_term_is_added_only_where_the_index_holds_it_and_the_text_lacks_it() -
     assert text == "deepfake detection of fake images (synthetic images)"  # 'deepfake' is there
 
 
+def test_what_a_method_does_without_is_searched_as_the_fields_free_form() -> None:
+    held = {"critic-free", "gradient-free"}
+    text, found = plain.expand("which one doesn't need a critic", lambda w: w in held)
+    assert text == "which one doesn't need a critic (critic-free)"
+    assert [(e.phrase, e.terms) for e in found] == [("doesn't need a critic", ("critic-free",))]
+    assert plain.expand("optimizing without gradients", lambda w: w in held)[0] == (
+        "optimizing without gradients (gradient-free)"
+    )
+    # only where an abstract writes it, and not twice
+    assert plain.expand("methods without labels", lambda w: w in held)[1] == ()
+    assert plain.expand("a critic-free rl without a critic", lambda w: w in held)[1] == ()
+
+
 def test_a_bad_glossary_line_is_named_by_file_and_line(tmp_path: Path) -> None:
     shape = tmp_path / "glossary-plain.tsv"
     shape.write_text("# terms\nchatbot\tlanguage model\nno term here\n")

@@ -28,6 +28,14 @@ FIELD_TOPICS = 4  # the most field-term rewrites of one topic a count weighs
 _TOKEN = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")  # a word of the casefolded text ("can't")
 
 Table = dict[tuple[str, ...], tuple[str, ...]]  # a phrase's stems -> its field terms
+# What a method does without, as people ask it ('which one doesn't need a critic',
+# 'optimization without gradients') and as the field writes it ('critic-free',
+# 'gradient-free', 'training-free', 'model-free': 235 of ../shared's abstracts say
+# 'model-free'): the '-free' form is searched beside it where an abstract writes it.
+_WITHOUT = re.compile(
+    r"\b(?:(?:do|does|did)(?: not|n't|nt)|never|no longer) (?:need|require|use|rely on)s?"
+    r"(?: a| an| any| the)? ([a-z]+)|\bwithout(?: a| an| any| the)? ([a-z]+)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +104,14 @@ def expand(
             i += size - 1
             break
         i += 1
-    for at, added in reversed(inserts):
+    for match in _WITHOUT.finditer(folded):
+        word = match.group(1) or match.group(2)
+        forms = [f"{w}-free" for w in dict.fromkeys((word.removesuffix("s"), word))]
+        term = next((f for f in forms if holds(f) and f not in folded), None)
+        if term:
+            inserts.append((match.end(), f" ({term})"))
+            found.append(Expansion(text[match.start() : match.end()], (term,)))
+    for at, added in sorted(inserts, reverse=True):
         text = text[:at] + added + text[at:]
     return text, tuple(found)
 
