@@ -20,12 +20,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from rag import acronyms, frequency, prompts
 from rag.aggregate import matching
 from rag.aggregate.conference import (
     count_answer,
     count_of_previous,
     record_answer,
+    scope_answer,
     table_answer,
 )
 from rag.aggregate.topics import TopicSet, topics_of
@@ -51,6 +54,7 @@ from rag.question.reading import (
     DEFAULT_COLUMNS,
     Query,
     alternatives_of,
+    author_candidates,
     distinctive_terms,
     keywords_of,
     named_by_best_hit,
@@ -61,7 +65,13 @@ from rag.question.reading import (
 )
 from rag.question.translate import Translation, translate
 from rag.retrieval.related import Related, related
-from rag.retrieval.retrieve import Retriever, Scope, papers_in, vocabulary_of
+from rag.retrieval.retrieve import (
+    Retriever,
+    Scope,
+    author_names,
+    papers_in,
+    vocabulary_of,
+)
 from rag.store.index import Store, adopt_layout, recorded_family
 from rag.text import content_words, hyphen_words, mentions, overlap, stem
 from rag.types import Answer, Filters, Hit, IngestSummary, Notice, Paper, Source
@@ -102,6 +112,9 @@ class Assistant:
         )
         self.matcher = matching.Matcher(self.retriever, self.embedder, settings.match_depth)
         self._topics: dict[tuple[Any, ...], TopicSet] = {}
+        # the records' author names, read at the first 'papers by ...' (per catalog)
+        self._authors: tuple[int, frozenset[str]] | None = None
+        self._authors_lock = threading.Lock()
 
     # -- ingest ------------------------------------------------------------------
 
@@ -235,6 +248,11 @@ class Assistant:
         scope named (less `ignore_scope`) over `context` (a follow-up's previous scope)."""
         read_q = self.read(question, mode, translations)
         named = read_q.read_scope.without(ignore_scope) if self.settings.read_scope else Filters()
+        by = self._author_named(read_q.text) if self.settings.read_scope else None
+        if by and "author" not in ignore_scope:  # 'papers by yoshua bengio'
+            named = replace(named, author=by[0])
+            cut = re.sub(rf"(?i)\s*{re.escape(by[1])}", "", read_q.text, count=1).strip()
+            read_q = replace(read_q, text=cut or read_q.text)
         inherited = (context or Filters()).without(ignore_scope)
         applied = (filters or Filters()).over(named).over(inherited)
         asked = read_q.translated or read_q.question  # the English of one in another language
@@ -340,6 +358,8 @@ class Assistant:
         if applied.active and not self.retriever.holds(applied):
             why = f"this index holds no {applied.describe()} papers"
             answer = abstention(question, [], self.answerer.mode_of(mode), why)
+        elif read_q.lists_scope and not query:
+            answer = self.list_scope(read_q, applied)
         elif self._about_many(read_q, query):
             answer = self.about_many(read_q, applied, sides)
         else:
@@ -420,6 +440,39 @@ class Assistant:
         answer.intent = read_q.intent
         answer.language = read_q.language
         return answer
+
+    def list_scope(self, read_q: Query, applied: Filters) -> Answer:
+        """The papers of the applied scope (the whole index when none), counted and the
+        newest `count_cited` listed: 'how many iclr 2026 papers are there', 'list the
+        aistats 2021 papers', 'how many papers per year'. Counted from the scope fields
+        (`CatalogView.facets`); only the listed papers' records are read."""
+        catalog = self.retriever.catalog
+        facets, codes = catalog.facets()
+        if applied.active:
+            inside = papers_in(catalog, Scope.of(applied, self.retriever.vocabulary()))
+        else:
+            inside = np.ones(len(catalog.paper_ids), dtype=bool)
+        rows = np.flatnonzero(inside)
+        years = np.array([facets[c].year or 0 for c in codes[rows]], dtype=np.int64)
+        newest = rows[np.argsort(-years, kind="stable")][: self.settings.count_cited]
+        ids = catalog.paper_ids
+        listed = [catalog.papers[ids[i]].paper for i in newest]
+        return scope_answer(
+            read_q, listed, len(rows), [facets[c] for c in codes[rows]], applied.papers()
+        )
+
+    def _author_named(self, text: str) -> tuple[str, str] | None:
+        """(the author, the words naming them) a question's 'papers by ...' names, when
+        the index's records list such an author (a full name, or a last name alone)."""
+        candidates = author_candidates(text)
+        if not candidates:
+            return None
+        catalog = self.retriever.catalog
+        with self._authors_lock:
+            if self._authors is None or self._authors[0] != id(catalog):
+                self._authors = (id(catalog), author_names(catalog))
+            held = self._authors[1]
+        return next(((n, span) for n, span in candidates if n.casefold() in held), None)
 
     def _lists_members(self, read_q: Query, query: str | None) -> bool:
         """Tell whether a question lists the papers of a topic ('which papers study X?',
@@ -524,7 +577,7 @@ class Assistant:
             fitted_on = int(self.match_model.about.get("questions", 0))
             coverage = self.retriever.terms.coverage
             return count_answer(
-                read_q, matches, self.settings.count_cited, coverage, fitted_on, applied.describe()
+                read_q, matches, self.settings.count_cited, coverage, fitted_on, applied.papers()
             )
         notices: list[Notice] = []
         if read_q.compared:

@@ -210,6 +210,7 @@ def filter_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--status"),
         click.option("--area"),
         click.option("--keyword"),
+        click.option("--author", help="Papers this author wrote (a full or a last name)."),
         click.option("--year-min", type=int, help="Papers from this year on."),
         click.option("--year-max", type=int, help="Papers up to this year."),
         click.option(
@@ -234,6 +235,7 @@ def _filters(opts: dict[str, Any]) -> Any:
         keyword=opts.get("keyword"),
         year_min=opts.get("year_min"),
         year_max=opts.get("year_max"),
+        author=opts.get("author"),
     )
 
 

@@ -447,6 +447,18 @@ NOT_A_COUNTED_WORD = _words(
 )
 WHICH = _words("which what")  # what asks for a thing to be named
 COUNTING_WORDS = "how many total count counted number altogether overall"  # nothing counted
+# What a question asking for a scope's papers as such says besides its scope: 'how many
+# iclr 2026 papers are there', 'list the aistats 2021 papers', 'papers per year'
+# (`Query.lists_scope`).
+SCOPE_LISTING = (
+    _words(
+        f"""{COUNTING_WORDS} papers paper works submissions articles list show give all every
+    there exist exists indexed index corpus collection database dataset available stored
+    loaded accepted in"""
+    )
+    | GROUP_LEADS
+    | GROUP_NOUNS.keys()
+)  # 'how many papers per year'
 # 'compare X and Y', 'X vs Y'; 'compare the datasets of X and Y'; 'in terms of speed'.
 COMPARE_LEADS = phrases_of(
     "|please",

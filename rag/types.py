@@ -89,6 +89,7 @@ class Notice(str):
         "papers_none": "info",  # 'which papers study X': none passed X's count cut
         "table_quoted": "info",  # the comparison table's cells are quoted, not written
         "table_fallback": "warning",  # no paper passed the cut: the closest ones compared
+        "scope_listed": "info",  # 'how many iclr 2026 papers are there': the scope counted
         "about_shown": "info",  # 'summarize them', 'compare them': the papers shown, no search
         "from_record": "info",  # 'which conference is it from': the records', not the abstracts'
     }
@@ -124,6 +125,7 @@ class Filters:
     keyword: str | None = None
     year_min: int | None = None  # "since 2020" -> 2020
     year_max: int | None = None  # "before 2015" -> 2014
+    author: str | None = None  # "papers by yoshua bengio": a full name, or a last name alone
 
     @property
     def active(self) -> bool:
@@ -167,7 +169,18 @@ class Filters:
         rest = [x for x in (self.status, self.area) if x]
         if self.keyword:
             rest.append(f"keyword '{self.keyword}'")
+        if self.author:
+            rest.append(f"by {self.author}")
         return ", ".join(x for x in (head, *rest) if x)
+
+    def papers(self) -> str:
+        """How an answer names the papers in scope: 'the ICLR 2026 papers', 'the papers by
+        bengio', 'the ICLR 2018 papers by bengio'; '' when nothing is filtered."""
+        if not self.active:
+            return ""
+        rest = Filters(**{**self.to_dict(), "author": None}).describe()
+        by = f" by {self.author}" if self.author else ""
+        return f"the {rest} papers{by}" if rest else f"the papers{by}"
 
 
 @dataclass(frozen=True, slots=True)

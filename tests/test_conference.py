@@ -8,6 +8,7 @@ its cited abstract) is checked on every comparison question of eval/questions.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -32,9 +33,12 @@ from rag.aggregate.conference import group_counts
 from rag.answering.answerable import Model
 from rag.assistant import Assistant
 from rag.cli import answer_json, format_table, main
-from rag.config import BUNDLED_CORPUS
-from rag.question.reading import DEFAULT_COLUMNS, Vocabulary, read
+from rag.config import BUNDLED_CORPUS, Settings
+from rag.question.reading import DEFAULT_COLUMNS, Vocabulary, author_candidates, read
+from rag.retrieval.retrieve import written_by
 from rag.types import Answer, Paper, Source, TableRow
+from tests.conftest import FIXTURES
+from tests.fakes import HashEmbedder
 from ui.render import answer_with_references, table_html, table_markdown
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -518,3 +522,63 @@ def test_the_cut_is_the_median_best_cut_of_bootstrap_draws_of_the_questions() ->
     assert cut() == pytest.approx(0.5) and cut() == cut()
     best = max(mean_f1_at(rows, probability, np.array([0.7, 0.3, 0.25, 0.1])))
     assert mean_f1(rows, probability, cut()) == pytest.approx(best)
+
+
+@pytest.mark.parametrize(
+    ("question", "lists"),
+    [
+        ("how many iclr 2026 papers are there", True),
+        ("list the aistats 2021 papers", True),
+        ("how many papers per year", True),
+        ("iclr 2026 papers", True),
+        ("how many iclr 2026 papers on dpo", False),  # a topic: weighed by the count's cut
+        ("which papers use clip", False),
+        ("how many of them", False),  # the previous answer's papers, in a conversation
+    ],
+)
+def test_a_question_naming_no_topic_lists_its_scope(question: str, lists: bool) -> None:
+    vocabulary = Vocabulary(venues=frozenset({"ICLR", "AISTATS"}), years=frozenset({2026, 2021}))
+    assert read(question, vocabulary).lists_scope is lists
+
+
+def test_how_many_papers_are_there_counts_the_scope_not_a_topic(seeded: Assistant) -> None:
+    """Before, 'how many iclr 2026 papers are there' counted 0 papers matching 'papers are
+    there' and 'list iclr 2026 papers' was refused."""
+    total = len(seeded.papers())
+    answer = seeded.ask("how many iclr 2026 papers are there", mode="extractive")
+    assert answer.count == total and answer.answer.startswith(f"**{total} papers**")
+    assert "scope_listed" in [n.code for n in answer.notices]
+    cited = [s for s in answer.sources if s.cited]
+    assert len(cited) == min(total, seeded.settings.count_cited)
+    assert all(s.highlights and s.highlights[0] in s.text for s in cited)
+    listed = seeded.ask("list iclr 2026 papers", mode="extractive")
+    assert not listed.abstained and listed.count == total
+    by_year = seeded.ask("how many papers per year", mode="extractive")
+    assert by_year.count_by == {"year": {"2026": total}}
+    topic = seeded.ask("how many iclr 2026 papers on dpo", mode="extractive")
+    assert "count_cut" in [n.code for n in topic.notices] and topic.count < total
+
+
+def test_papers_by_an_author_the_records_list_are_scoped_to_them(
+    settings_factory: Callable[..., Settings], fake_embedder: HashEmbedder
+) -> None:
+    """Before, 'papers by yoshua bengio' among ../shared's 22k abstracts quoted papers whose
+    abstracts cite Bengio; the records' authors decide now, as a scope."""
+    assistant = Assistant(settings_factory(), fake_embedder)
+    assistant.ingest([FIXTURES / "copilot.json", FIXTURES / "records.csv"])
+    mine = assistant.ask("papers by ada lovelace", mode="extractive")
+    assert mine.applied_filters == {"author": "ada lovelace"}
+    assert mine.count == 1 and [s.title for s in mine.sources] == ["Robust Widgets for Everyone"]
+    assert mine.answer.startswith("**1 paper** among the papers by ada lovelace")
+    by_last = assistant.ask("how many papers by jones", mode="extractive")  # 'C. Jones'
+    assert by_last.count == 1 and by_last.sources[0].title == "Quantile Regression Forests at Scale"
+    # a name no record lists is no author: searched as it stands
+    nobody = assistant.ask("papers by marie curie", mode="extractive")
+    assert "author" not in nobody.applied_filters
+    assert written_by(("Yoshua Bengio", "Samy Bengio"), "bengio")
+    assert not written_by(("Yoshua Bengio",), "yoshua")  # a first name alone is no one
+    assert author_candidates("work by Ada Lovelace on widgets")[2] == (
+        "Ada Lovelace",
+        "by Ada Lovelace",
+    )
+    assert author_candidates("speedups by pruning") == []  # no paper noun before 'by'

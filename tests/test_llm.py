@@ -517,3 +517,22 @@ def test_a_reply_that_is_not_the_json_asked_for_gets_free_text(
     assert len(server.chat_requests) == 2
     assert answer.generation is not None and answer.generation["path"] == "free"
     assert answer.mode == "llm"  # the free answer (first sentences, cited) holds up
+
+
+def test_summarize_them_asks_the_model_about_the_papers_shown(
+    fake_factory: Factory, server: OpenAIServer
+) -> None:
+    """'summarize them' is neither condensed nor searched: the model gets the papers the
+    answer before cited, as its numbered sources, and the question as asked."""
+    server.default = reply(cite_sources)
+    conversation = fake_factory(**endpoint(server)).conversation()
+    first = conversation.ask(QUESTION)
+    shown = [s.paper_id for s in first.sources if s.cited]
+    assert shown
+    summary = conversation.ask("summarize them")
+    asked = server.chat_requests[-1]
+    assert len(server.chat_requests) == 2  # no condense request
+    assert asked.content("system") == prompts.SYSTEM
+    assert "Question: summarize them" in asked.content("user")
+    assert summary.follow_up and [s.paper_id for s in summary.sources] == shown[:5]
+    assert set(sources_in(asked).values()) == {s.text for s in summary.sources}

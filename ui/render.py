@@ -378,7 +378,7 @@ def conversation_markdown(turns: Sequence[tuple[str, Answer]], title: str) -> st
 # -- the scope of an answer, as chips ---------------------------------------------------
 
 YEAR_FIELDS = ("year", "year_min", "year_max")  # one chip: '2026', 'since 2016', '2016-2018'
-CHIP_ORDER = ("venue", "year", "status", "area", "keyword")
+CHIP_ORDER = ("venue", "year", "status", "area", "keyword", "author")
 Origin = Literal["question", "sidebar", "context"]
 ORIGIN_HELP = {
     "question": "Read from the question. Remove it to search again without it.",
@@ -392,7 +392,7 @@ SCOPE_LABEL = '<span class="rag-scope-label">Searched within</span>'
 class Chip:
     """One filter of an answer's scope: `field` is the read-scope name to ignore."""
 
-    field: str  # venue | year (with its range) | status | area | keyword
+    field: str  # venue | year (with its range) | status | area | keyword | author
     label: str  # 'ICLR', '2026', 'since 2016', 'Oral'
     origin: Origin
 

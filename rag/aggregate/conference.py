@@ -21,6 +21,7 @@ from rag.aggregate.matching import Matches
 from rag.answering.answer import make_sources
 from rag.answering.extractive import states_contribution
 from rag.question.reading import Query
+from rag.store.index import Facet
 from rag.text import split_sentences
 from rag.types import Answer, Hit, Notice, Paper, Source, TableRow
 
@@ -41,7 +42,7 @@ def count_answer(
     for source in shown:
         source.cited = True
         source.highlights = _best_sentence((matches.topic, *matches.alternatives), source, coverage)
-    where = f" among the {scope} papers" if scope else ""
+    where = f" among {scope}" if scope else ""
     n = len(members)
     papers, verb = ("paper", "matches") if n == 1 else ("papers", "match")
     head = f"**{n} {papers}**{where} {verb} “{matches.topic}”"
@@ -94,6 +95,52 @@ def count_answer(
     return answer
 
 
+def scope_answer(
+    query: Query, listed: Sequence[Paper], total: int, facets: Sequence[Facet], scope: str
+) -> Answer:
+    """'how many iclr 2026 papers are there', 'list the aistats 2021 papers', 'how many
+    papers per year': the papers of a scope as such, no topic weighed. The count is every
+    paper in scope; `listed` (the newest first) are cited, each with the sentence stating
+    its contribution; `facets` (one per paper in scope) give the groups asked for; `scope`
+    names the papers in scope ('the ICLR 2026 papers', `Filters.papers`)."""
+    sources = make_sources([Hit(p, 1.0) for p in listed])
+    for source in sources:
+        source.cited = True
+        sentences = split_sentences(source.text)
+        said = [s for s in sentences if states_contribution(s)] or sentences[:1]
+        source.highlights = said[:1]
+    where = f"among {scope}" if scope else "in the index"
+    head = f"**{total:,} {'paper' if total == 1 else 'papers'}** {where}"
+    lines = [head + (":" if sources else ".")]
+    lines += [_member_line(s) for s in sources]
+    count_by = None
+    if query.group_by:
+        groups = group_counts(facets, query.group_by)
+        count_by = {query.group_by: groups}
+        lines.insert(
+            1, f"By {query.group_by}: {', '.join(f'{k}: {v}' for k, v in groups.items())}."
+        )
+    if total > len(sources):
+        lines.append(f"- … and {total - len(sources)} more.")
+    answer = Answer(
+        query.question,
+        "\n".join(lines),
+        abstained=False,
+        citations=[s.n for s in sources],
+        sources=sources,
+        mode="extractive",
+        notices=[
+            Notice(
+                "scope_listed",
+                f"the question names no topic: every paper {where} counted"
+                + (f", the {len(sources)} newest listed" if total > len(sources) else ""),
+            )
+        ],
+    )
+    answer.count, answer.count_by = total, count_by
+    return answer
+
+
 def count_of_previous(query: Query, previous: Answer) -> Answer | None:
     """'how many of them?' after an answer: the papers that answer cites, counted and
     listed with the same citations; None when it cites none."""
@@ -119,7 +166,7 @@ def count_of_previous(query: Query, previous: Answer) -> Answer | None:
     return answer
 
 
-def group_counts(papers: Sequence[Paper], field: str) -> dict[str, int]:
+def group_counts(papers: Sequence[Paper | Facet], field: str) -> dict[str, int]:
     """Papers per value of a field, in the field's order: years ascending, others by
     size: ([2017, 2018, 2017], 'year') -> {'2017': 2, '2018': 1}; unknown -> 'unknown'."""
     counted = Counter(str(getattr(p, field) or "unknown") for p in papers)

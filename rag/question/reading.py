@@ -72,6 +72,7 @@ from rag.lexicon import (
     RANKING_WORDS,
     REFERS_BACK,
     REJECTED,
+    SCOPE_LISTING,
     SCOPE_PAPER_NOUNS,
     SET_DETERMINERS,
     SET_NOUNS,
@@ -116,6 +117,7 @@ _OVERVIEW = Phrases(OVERVIEW)  # 'summarize them', 'tl;dr', 'tell me more'
 # A name: capitals or digits inside a word ('AltGDA', 'F2SA-p', 'KV', 'GPT-4', 'LLMs').
 NAME = re.compile(r"\b[A-Za-z]*(?:[A-Z][A-Za-z]*[A-Z0-9]|[a-z][A-Z]|\d[A-Za-z])[\w\-.]*")
 _COUNTING_STEMS = content_words(COUNTING_WORDS)
+_SCOPE_LISTING_STEMS = content_words(" ".join(SCOPE_LISTING))
 _QUOTED = re.compile(r"[\"“”']([^\"“”']{3,60})[\"“”']")
 # A number standing alone: not the 3 of 'EAGLE-3' nor of '3d', '7B' or '300M'.
 # A number, its thousands grouped or not ('10,000' is one number, not '10' and '000').
@@ -231,6 +233,16 @@ class Query:
     def asks_code(self) -> bool:
         """Tell whether a code link is asked for."""
         return _ASKS_CODE.search(self.english) is not None
+
+    @property
+    def lists_scope(self) -> bool:
+        """'how many iclr 2026 papers are there', 'list the aistats 2021 papers', 'how many
+        papers per year': the papers of a scope (or of the whole index) asked for as such,
+        with no topic: nothing is left of the question but its scope and words that ask
+        for a list or a count (lexicon SCOPE_LISTING)."""
+        if self.intent not in ("count", "papers", "lookup") or self.refers_back:
+            return False
+        return not (content_words(self.text) - _SCOPE_LISTING_STEMS)
 
     @property
     def asks_record(self) -> str | None:
@@ -860,6 +872,27 @@ def named_by_best_hit(query: Query, best: str, others: Iterable[str] = ()) -> Qu
     rest = [set(hyphen_words(text)) for text in others]
     found = [name for name in typed if not any(name in words for words in rest)]
     return replace(query, terms=(*query.terms, *found)) if found else query
+
+
+# 'papers by yoshua bengio', 'work written by Hinton on ...': the words after 'by' that may
+# name an author, looked up in the index's records (`Assistant.plan`).
+_BY_AUTHOR = re.compile(
+    r"\b(?:papers?|works?|articles?|publications?|anything|stuff|written|authored|"
+    r"co-?authored)\s+(by\s+((?:[^\W\d_][\w.'\-]*\s*){1,4}))",
+    re.I,
+)
+
+
+def author_candidates(text: str) -> list[tuple[str, str]]:
+    """The names a 'papers by ...' may give, longest first, each with the words to cut
+    from the text when it names an author: 'papers by yoshua bengio on gflownets' ->
+    [('yoshua bengio on gflownets', 'by yoshua bengio on gflownets'), ..., ('yoshua',
+    'by yoshua')]; [] when the question asks for no one's papers."""
+    found = _BY_AUTHOR.search(text)
+    if found is None:
+        return []
+    words = found.group(2).split()
+    return [(" ".join(words[:n]), "by " + " ".join(words[:n])) for n in range(len(words), 0, -1)]
 
 
 def refers_back(question: str) -> bool:

@@ -113,6 +113,7 @@ class Scope:
             and (f.year_min is None or (paper.year or 0) >= f.year_min)
             and (f.year_max is None or (paper.year or 10**4) <= f.year_max)
             and (not keyword or any(keyword in k.casefold() for k in paper.keywords))
+            and (not f.author or written_by(paper.authors, f.author))
         )
 
 
@@ -129,15 +130,39 @@ def vocabulary_of(catalog: CatalogView) -> Vocabulary:
 
 def papers_in(catalog: CatalogView, scope: Scope) -> np.ndarray:
     """Which papers (numbered as `catalog.paper_ids`) pass the scope: each distinct venue,
-    year, status and area tested once; a keyword filter reads every paper's keywords."""
+    year, status and area tested once; a keyword or author filter reads every paper."""
     if scope.empty:
         return np.zeros(len(catalog.paper_ids), dtype=bool)
-    if scope.filters.keyword:
+    if scope.filters.keyword or scope.filters.author:
         papers = catalog.papers.values()
         return np.fromiter((scope.match(sp.paper) for sp in papers), bool, len(catalog.papers))
     facets, codes = catalog.facets()
     passes = np.array([scope.match(_stand_in(f)) for f in facets] or [False], dtype=bool)
     return passes[codes]
+
+
+def written_by(authors: Sequence[str], name: str) -> bool:
+    """Tell whether one of `authors` is `name`: the full name ('Yoshua Bengio'), or the
+    last name alone ('bengio': Yoshua and Samy), case aside."""
+    wanted = " ".join(name.casefold().split())
+    single = " " not in wanted
+    return any(
+        (held := " ".join(a.casefold().split())) == wanted
+        or (single and held.rsplit(" ", 1)[-1] == wanted)
+        for a in authors
+    )
+
+
+def author_names(catalog: CatalogView) -> frozenset[str]:
+    """Every author's full name and last name the catalog's records give, folded: what a
+    question's 'papers by ...' is looked up in (read once per catalog by the caller)."""
+    names: set[str] = set()
+    for stored in catalog.papers.values():
+        for author in stored.paper.authors:
+            full = " ".join(author.casefold().split())
+            if full:
+                names.update((full, full.rsplit(" ", 1)[-1]))
+    return frozenset(names)
 
 
 def _stand_in(facet: Facet) -> Paper:
