@@ -426,7 +426,8 @@ class Assistant:
         stored = self.retriever.catalog.papers
         hits = [Hit(stored[s.paper_id].paper, s.score) for s in shown if s.paper_id in stored]
         if not hits:
-            return abstention(question, [], self.answerer.mode_of(mode), "no paper to summarize")
+            why = "the papers shown are no longer in the index"
+            return abstention(question, [], self.answerer.mode_of(mode), why)
         if read_q.asks_record:
             answer = record_answer(read_q, hits, read_q.asks_record)
         elif read_q.intent == "comparison":
@@ -858,9 +859,8 @@ class Conversation:
             referred = _referred_source(last, read_q.ordinal)  # 'is it an oral?'
             return [referred] if referred else cited[:MAX_OVERVIEW]
         if read_q.wants == "overview":
-            rest = overview_rest(read_q.english) or ""
-            if not (read_q.refers_back or not content_words(rest)):
-                return []
+            if content_words(overview_rest(read_q.english) or "") and not read_q.refers_back:
+                return []  # 'summarize the rlhf papers' names its own
             referred = _referred_source(last, read_q.ordinal)
             return [referred] if referred else cited[:MAX_OVERVIEW]
         if read_q.intent != "comparison" or read_q.compared or len(cited) < 2:

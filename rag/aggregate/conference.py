@@ -48,12 +48,7 @@ def count_answer(
     head = f"**{n} {papers}**{where} {verb} “{matches.topic}”"
     lines = [head + (":" if n else ".")]
     lines += [_member_line(s) for s in shown]
-    count_by = None
-    if query.group_by:
-        groups = group_counts([c.paper for c in members], query.group_by)
-        count_by = {query.group_by: groups}
-        listed = ", ".join(f"{k}: {v}" for k, v in groups.items()) or "none"
-        lines.insert(1, f"By {query.group_by}: {listed}.")
+    count_by = _grouped(query, [c.paper for c in members], lines)
     notices = [
         Notice(
             "count_cut",
@@ -82,17 +77,50 @@ def count_answer(
                 f"the first {len(shown)} of {n} papers are cited; all are in the sources",
             )
         )
-    answer = Answer(
+    return _counted(query, lines, sources, shown, notices, n, count_by)
+
+
+def _grouped(
+    query: Query, papers: Sequence[Paper | Facet], lines: list[str]
+) -> dict[str, dict[str, int]] | None:
+    """The groups a count asks for ('per year'), also written as the answer's second
+    line; None when it asks for none."""
+    if not query.group_by:
+        return None
+    groups = group_counts(papers, query.group_by)
+    listed = ", ".join(f"{k}: {v}" for k, v in groups.items()) or "none"
+    lines.insert(1, f"By {query.group_by}: {listed}.")
+    return {query.group_by: groups}
+
+
+def _counted(
+    query: Query,
+    lines: list[str],
+    sources: list[Source],
+    cited: list[Source],
+    notices: list[Notice],
+    n: int,
+    count_by: dict[str, dict[str, int]] | None,
+) -> Answer:
+    """A count's answer: its lines, the cited papers among its sources, the number."""
+    answer = _quoted(query, "\n".join(lines), sources, cited, notices)
+    answer.count, answer.count_by = n, count_by
+    return answer
+
+
+def _quoted(
+    query: Query, text: str, sources: list[Source], cited: list[Source], notices: list[Notice]
+) -> Answer:
+    """An answer made of the records' and abstracts' own words, citing `cited`."""
+    return Answer(
         query.question,
-        "\n".join(lines),
+        text,
         abstained=False,
-        citations=[s.n for s in shown],
+        citations=[s.n for s in cited],
         sources=sources,
         mode="extractive",
         notices=notices,
     )
-    answer.count, answer.count_by = n, count_by
-    return answer
 
 
 def scope_answer(
@@ -113,32 +141,15 @@ def scope_answer(
     head = f"**{total:,} {'paper' if total == 1 else 'papers'}** {where}"
     lines = [head + (":" if sources else ".")]
     lines += [_member_line(s) for s in sources]
-    count_by = None
-    if query.group_by:
-        groups = group_counts(facets, query.group_by)
-        count_by = {query.group_by: groups}
-        lines.insert(
-            1, f"By {query.group_by}: {', '.join(f'{k}: {v}' for k, v in groups.items())}."
-        )
+    count_by = _grouped(query, facets, lines)
     if total > len(sources):
         lines.append(f"- … and {total - len(sources)} more.")
-    answer = Answer(
-        query.question,
-        "\n".join(lines),
-        abstained=False,
-        citations=[s.n for s in sources],
-        sources=sources,
-        mode="extractive",
-        notices=[
-            Notice(
-                "scope_listed",
-                f"the question names no topic: every paper {where} counted"
-                + (f", the {len(sources)} newest listed" if total > len(sources) else ""),
-            )
-        ],
+    notice = Notice(
+        "scope_listed",
+        f"the question names no topic: every paper {where} counted"
+        + (f", the {len(sources)} newest listed" if total > len(sources) else ""),
     )
-    answer.count, answer.count_by = total, count_by
-    return answer
+    return _counted(query, lines, sources, sources, [notice], total, count_by)
 
 
 def count_of_previous(query: Query, previous: Answer) -> Answer | None:
@@ -189,18 +200,8 @@ def table_answer(
     named = "; ".join(f"**{s.title}** [{s.n}]" for s in sources)
     listed = ", ".join(columns[:-1]) + (" and " if len(columns) > 1 else "") + columns[-1]
     text = f"Comparing {len(sources)} papers on {listed} (quoted from each abstract): {named}."
-    answer = Answer(
-        query.question,
-        text,
-        abstained=False,
-        citations=[s.n for s in sources],
-        sources=sources,
-        mode="extractive",
-        notices=[
-            *notices,
-            Notice("table_quoted", "every cell is quoted from the abstract of the paper it cites"),
-        ],
-    )
+    quoted = Notice("table_quoted", "every cell is quoted from the abstract of the paper it cites")
+    answer = _quoted(query, text, sources, sources, [*notices, quoted])
     answer.table = rows
     return answer
 
@@ -223,15 +224,8 @@ def record_answer(query: Query, hits: Sequence[Hit], field: str) -> Answer:
         lines.append(f"**{source.title}** [{source.n}]: {', '.join(filter(None, (where, status)))}")
         source.cited = True
     text = lines[0] if len(lines) == 1 else "\n".join(f"- {line}" for line in lines)
-    return Answer(
-        query.question,
-        text,
-        abstained=False,
-        citations=[s.n for s in sources],
-        sources=sources,
-        mode="extractive",
-        notices=[Notice("from_record", "from the papers' records (venue, year, status)")],
-    )
+    record = Notice("from_record", "from the papers' records (venue, year, status)")
+    return _quoted(query, text, sources, sources, [record])
 
 
 def _member_line(source: Source) -> str:

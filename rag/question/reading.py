@@ -332,7 +332,7 @@ def read(question: str, vocabulary: Vocabulary | None = None) -> Query:
     question = " ".join(question.split())
     group_by, ungrouped = grouping_of(question)
     scope, spans, text = read_scope(ungrouped, vocabulary or Vocabulary())
-    rest = overview_rest(text)  # 'give me an overview of the rlhf papers' -> 'the rlhf papers'
+    rest = overview_rest(text)  # 'give me an overview of the rlhf papers' -> 'rlhf papers'
     if rest:
         text = rest
     intent = intent_of(text)  # fitted on labelled questions (rag/question/intent.py)
@@ -648,8 +648,8 @@ def _asks_described(text: str) -> str | None:
 
 
 def overview_rest(text: str) -> str | None:
-    """What a request for the gist of papers is about: 'summarize the rlhf papers' -> 'the
-    rlhf papers', 'rlhf papers summary' -> 'rlhf papers', 'tl;dr' and 'tell me more' -> ''
+    """What a request for the gist of papers is about: 'summarize the rlhf papers' -> 'rlhf
+    papers', 'rlhf papers summary' -> 'rlhf papers', 'tl;dr' and 'tell me more' -> ''
     (the papers just shown); None when no overview is asked (lexicon's OVERVIEW): 'llms
     that summarize documents' asks for papers on summarizing."""
     found = _OVERVIEW.search(text)
