@@ -447,12 +447,8 @@ class Assistant:
         newest `count_cited` listed: 'how many iclr 2026 papers are there', 'list the
         aistats 2021 papers', 'how many papers per year'. Counted from the scope fields
         (`CatalogView.facets`); only the listed papers' records are read."""
-        catalog = self.retriever.catalog
+        catalog, inside = self.retriever.papers_inside(applied)  # the mask `holds` made
         facets, codes = catalog.facets()
-        if applied.active:
-            inside = papers_in(catalog, Scope.of(applied, self.retriever.vocabulary()))
-        else:
-            inside = np.ones(len(catalog.paper_ids), dtype=bool)
         rows = np.flatnonzero(inside)
         years = np.array([facets[c].year or 0 for c in codes[rows]], dtype=np.int64)
         newest = rows[np.argsort(-years, kind="stable")][: self.settings.count_cited]

@@ -305,20 +305,29 @@ class _Snapshot:
     terms: TermStats
     rows: Mapping[str, int]
     vocabulary: Vocabulary
-    masks: dict[Filters, np.ndarray]  # chunk rows in scope, per filters seen (bounded)
+    # (papers, chunk rows) in scope, per filters seen (bounded)
+    masks: dict[Filters, tuple[np.ndarray, np.ndarray]]
     vectors: list[np.ndarray]  # [every stored vector, in catalog order] once loaded
     ann: list[AnnIndex | None]  # [the ANN index, or None below RAG_ANN_MIN_ROWS] once opened
     spread: list[tuple[np.ndarray, np.ndarray]]  # [(mean, covariance) of the vectors] once made
 
     def mask(self, scope: Scope) -> np.ndarray:
         """The chunk rows inside the scope: computed once per filters, not per query."""
-        mask = self.masks.get(scope.filters)
-        if mask is None:
-            mask = papers_in(self.catalog, scope)[self.catalog.row_papers()]
+        return self._masks(scope)[1]
+
+    def inside(self, scope: Scope) -> np.ndarray:
+        """The papers inside the scope (numbered as `catalog.paper_ids`), cached alike."""
+        return self._masks(scope)[0]
+
+    def _masks(self, scope: Scope) -> tuple[np.ndarray, np.ndarray]:
+        masks = self.masks.get(scope.filters)
+        if masks is None:
+            papers = papers_in(self.catalog, scope)  # an author or keyword reads every paper
+            masks = (papers, papers[self.catalog.row_papers()])
             if len(self.masks) >= 64:
                 self.masks.clear()
-            self.masks[scope.filters] = mask
-        return mask
+            self.masks[scope.filters] = masks
+        return masks
 
 
 class TermStats:
@@ -771,6 +780,17 @@ class Retriever:
     def vocabulary(self) -> Vocabulary:
         """The scope values the index holds (venues, years, statuses, areas)."""
         return self._state().vocabulary
+
+    def papers_inside(self, filters: Filters) -> tuple[CatalogView, np.ndarray]:
+        """The catalog and which of its papers (numbered as `paper_ids`) are inside the
+        filters, every one when none is set: from the mask the search caches."""
+        state = self._state()
+        if not filters.active:
+            return state.catalog, np.ones(len(state.catalog.paper_ids), dtype=bool)
+        scope = Scope.of(filters, state.vocabulary)
+        if scope.empty:
+            return state.catalog, np.zeros(len(state.catalog.paper_ids), dtype=bool)
+        return state.catalog, state.inside(scope)
 
     def holds(self, filters: Filters) -> bool:
         """Tell whether any stored paper is inside the filters (from the cached mask the
