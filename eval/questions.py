@@ -76,6 +76,7 @@ class Question:
     paper: str | None = None  # a `related` question's paper: a snippet or "id:<paper id>"
     split: str = "dev"  # dev: tune on it freely; test: written before the change it measures
     count_tolerance: int = 0  # a count within this many of the gold size is right
+    gold_given: bool = True  # False: the line has no `gold` key (answered, never scored on it)
 
     @property
     def group_name(self) -> str:
@@ -169,6 +170,7 @@ def parse_question(line: str, number: int = 0) -> Question:
         question=_text(data, "question"),
         kind=kind,
         gold=_strings(data, "gold"),
+        gold_given="gold" in data,
         answer_contains=_strings(data, "answer_contains"),
         answerable=answerable,
         line=number,
@@ -292,8 +294,8 @@ def resolve_gold(questions: Iterable[Question], abstracts: Mapping[str, str]) ->
                 papers[q.id] = found[0]
             else:
                 problems.append(GoldProblem(q.id, q.paper, f"(its `paper`) {_reason(found)}"))
-        if not q.gold:  # a count's empty gold is a set: 'none'
-            resolved[q.id] = frozenset() if q.kind == "count" else None
+        if not q.gold:  # a count's empty gold is a set: 'none'; no `gold` key is no gold
+            resolved[q.id] = frozenset() if q.kind == "count" and q.gold_given else None
             continue
         ids: set[str] = set()
         complete = True

@@ -103,6 +103,20 @@ def test_no_gold_means_not_scored_without_a_problem() -> None:
     assert resolve() == (None, [])
 
 
+def test_a_count_is_scored_on_an_empty_gold_but_not_on_a_missing_one(tmp_path: Path) -> None:
+    """"gold": [] says no paper is about the topic; a count without `gold` ("how many
+    papers are there": 52, no snippets) is answered and not scored."""
+    none, unscored = load_questions(
+        write(
+            tmp_path,
+            {"id": "a", "question": "how many papers on weather", "kind": "count", "gold": []},
+            {"id": "b", "question": "how many papers are there", "kind": "count"},
+        )
+    )
+    result = resolve_gold([none, unscored], ABSTRACTS)
+    assert (result.ids["a"], result.ids["b"], result.problems) == (frozenset(), None, [])
+
+
 @pytest.mark.parametrize("name", ["iclr2026.jsonl", "natural.jsonl", "test.jsonl"])
 def test_the_shipped_sets_keep_dev_and_test_apart(name: str) -> None:
     """The test set is its own file, every line `split: test`; the sets tuned on are dev."""
