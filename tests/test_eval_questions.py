@@ -104,7 +104,7 @@ def test_no_gold_means_not_scored_without_a_problem() -> None:
 
 
 def test_a_count_is_scored_on_an_empty_gold_but_not_on_a_missing_one(tmp_path: Path) -> None:
-    """"gold": [] says no paper is about the topic; a count without `gold` ("how many
+    """An empty `gold` says no paper is about the topic; a count without `gold` ("how many
     papers are there": 52, no snippets) is answered and not scored."""
     none, unscored = load_questions(
         write(
