@@ -263,3 +263,15 @@ def test_informal_filler_is_no_content_word() -> None:
 
     assert content_words("making llms forget copyrighted stuff") == {"llm", "forget", "copyright"}
     assert content_words("a way to get lots of things done") == frozenset()
+
+
+def test_a_sentence_that_asks_sets_the_question_and_the_answer_goes_on(seeded: Assistant) -> None:
+    """'Can we derandomize O2NC to achieve the same guarantees ...?' names what the paper
+    asks; the answer goes on to the sentence saying what it shows ('weakly convex')."""
+    from rag.answering.extractive import states_contribution
+
+    asks = "Can we derandomize O2NC to achieve the same optimal guarantees while resembling SGDM?"
+    assert not states_contribution(asks)
+    assert states_contribution(asks.replace("Can we", "We").rstrip("?") + ".")
+    answer = seeded.ask("derandomized o2nc that looks like sgd with momentum", mode="extractive")
+    assert "weakly convex" in answer.answer

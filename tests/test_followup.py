@@ -74,6 +74,19 @@ def test_the_one_that_after_a_list_is_the_listed_paper_whose_sentences_answer_it
     assert [s.title for s in follow.sources if s.cited] == ["ActiveDPO"]
 
 
+def test_which_one_is_answered_with_the_papers_name(seeded: Assistant) -> None:
+    """The quoted sentences of TI-DPO never say 'TI-DPO': an answer to 'which one' leads
+    with the paper's label, derived or not; other answers about a seed (no title) do not."""
+    chat = seeded.conversation()
+    chat.ask("which iclr 2026 papers build on dpo", mode="extractive")
+    follow = chat.ask("which one of them weighs individual tokens differently", mode="extractive")
+    (cited,) = [s for s in follow.sources if s.cited]
+    assert cited.title_is_derived and cited.title.startswith("TI-DPO")
+    assert follow.answer.startswith(f"**{cited.title}**: ")
+    detail = chat.ask("how are the token weights computed", mode="extractive")
+    assert not detail.answer.startswith("**")
+
+
 def test_picks_one_reads_a_question_for_one_of_several() -> None:
     assert followup.picks_one("the one that picks which preference pairs to label?")
     assert followup.picks_one("which of them uses a triplet loss?")

@@ -300,6 +300,17 @@ def test_italian_and_portuguese_are_glossed_offline_like_the_other_latin_languag
     assert gloss("qu'est-ce que GTO ?", "fr") == "what is GTO"  # a frame that elides
 
 
+def test_how_much_better_is_read_in_each_latin_language() -> None:
+    """'combien mieux' was 'how many' and a dropped word: a comparison asked as a figure
+    ('how much better than SAC') lost what it compares."""
+    gloss = _glosser(INDEX_WORDS)
+    assert gloss("c'est combien mieux que SAC ?", "fr").startswith("it is how much better")
+    assert gloss("wie viel besser als SAC", "de").startswith("how much better")
+    assert gloss("cuánto mejor que SAC", "es").startswith("how much better")
+    assert gloss("quanto meglio di SAC", "it").startswith("how much better")
+    assert gloss("quanto melhor que SAC", "pt").startswith("how much better")
+
+
 def test_a_term_the_glossary_lists_twice_is_an_error_naming_its_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

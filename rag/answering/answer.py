@@ -28,6 +28,7 @@ from rag.corpus.chunk import count_tokens
 from rag.embedding.embed import Embedder
 from rag.llm import Chat, LLMError, OnReset, OnToken
 from rag.question import language
+from rag.question.followup import asks_which_paper
 from rag.question.reading import Query
 from rag.text import overlap, split_sentences
 from rag.types import Answer, Hit, Notice, Paper, Source, SourceRef
@@ -214,7 +215,7 @@ class Answerer:
         for source, sentences in picked:
             source.cited = True
             source.highlights = sentences
-        text = extractive.compose(picked)
+        text = extractive.compose(picked, named=asks_which_paper(query))
         cited = [s.n for s, _ in picked]
         return Answer(
             query.question,

@@ -457,9 +457,9 @@ def _complement(query: Query, sentences: list[str], order: list[int]) -> list[in
         richest = max(order, key=lambda j: counts[j])  # ties: the better-scored one
         if counts[richest] > have:
             return [richest]
-    if _CONTRIBUTION.search(best):
+    if states_contribution(best):
         return []
-    stated = [j for j in order if _CONTRIBUTION.search(sentences[j])]
+    stated = [j for j in order if states_contribution(sentences[j])]
     if not stated or sentences[stated[0]] not in query.shown:
         return stated[:1]
     unshown = [j for j in order[1:] if sentences[j] not in query.shown]
@@ -467,16 +467,22 @@ def _complement(query: Query, sentences: list[str], order: list[int]) -> list[in
 
 
 def states_contribution(sentence: str) -> bool:
-    """Tell whether a sentence states what the paper contributes ('we propose ...')."""
-    return _CONTRIBUTION.search(sentence) is not None
+    """Tell whether a sentence states what the paper contributes ('we propose ...'); one
+    that asks ('Can we derandomize O2NC to achieve the same guarantees?') only sets the
+    question the paper answers."""
+    return _CONTRIBUTION.search(sentence) is not None and not sentence.rstrip().endswith("?")
 
 
-def compose(picked: list[tuple[Source, list[str]]]) -> str:
-    """One cited line per source; a bullet list when there are several."""
+def compose(picked: list[tuple[Source, list[str]]], named: bool = False) -> str:
+    """One cited line per source; a bullet list when there are several. A paper's title
+    leads its line; a derived label only when the question asks which paper (`named`:
+    'which one weighs individual tokens' -> '**TI-DPO: Token-Importance Guided ...**: ...'),
+    as the quoted sentences may never say the paper's name."""
     lines = []
     for source, sentences in picked:
         body = " ".join(f"{sentence} [{source.n}]" for sentence in sentences)
-        lines.append(body if source.title_is_derived else f"**{source.title}**: {body}")
+        titled = source.title and (named or not source.title_is_derived)
+        lines.append(f"**{source.title}**: {body}" if titled else body)
     if len(lines) == 1:
         return lines[0]
     return "Relevant findings:\n" + "\n".join(f"- {line}" for line in lines)

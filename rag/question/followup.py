@@ -187,6 +187,13 @@ def picks_one(text: str) -> bool:
     )
 
 
+def asks_which_paper(query: Query) -> bool:
+    """Tell whether a question asks for a paper itself ('which paper speeds up dynamic
+    programming on GPUs?', 'which one weighs individual tokens differently'), so its
+    answer names the paper."""
+    return query.asks_for_one or (not query.plural and picks_one(query.english))
+
+
 def follows_up(features_of: dict[str, float], model: Model | None = None) -> bool:
     """Tell whether the features say the question leans on the turn before: a short
     question with a pointing word does ('which datasets did they test on?'), one that
