@@ -495,9 +495,9 @@ class Assistant:
                 *notices,
                 Notice(
                     "papers_none",
-                    f"no retrieved paper passed the count's cut for '{matches.topic}' "
-                    f"(P(about it) >= {matches.threshold:.2f}): the answer quotes the closest "
-                    "retrieved papers, which may only mention it",
+                    f"none of these papers is mainly about '{matches.topic}' (a count of it "
+                    "finds none): they are the closest found, and may only mention it "
+                    f"(the count's cut: P(about it) >= {matches.threshold:.2f})",
                 ),
             )
         return replace(read_q, members=members, notices=notices)

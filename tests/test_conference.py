@@ -453,9 +453,9 @@ def test_which_papers_cites_the_papers_a_count_would_count(seeded: Assistant) ->
     assert none.intent == "papers" and not none.abstained
     assert seeded.ask("how many iclr 2026 papers are about autonomous driving").count == 0
     assert [n for n in none.notices if n.code == "papers_none"] == [
-        "no retrieved paper passed the count's cut for 'autonomous driving' (P(about it) >= "
-        f"{seeded.match_model.threshold:.2f}): the answer quotes the closest retrieved "
-        "papers, which may only mention it"
+        "none of these papers is mainly about 'autonomous driving' (a count of it finds "
+        "none): they are the closest found, and may only mention it (the count's cut: "
+        f"P(about it) >= {seeded.match_model.threshold:.2f})"
     ]
 
 
