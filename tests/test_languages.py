@@ -278,7 +278,7 @@ def test_ml_terms_cognates_miss_are_read_from_the_glossary() -> None:
     assert gloss("o que é pré-treinamento", "pt").endswith("pre-training")  # held most
     assert gloss("generar imágenes sin decodificador", "es") == "generate images decoder"
     # 'Empfehlungssysteme' has no English cognate; 'sistemi di raccomandazione' is a phrase
-    assert gloss("empfehlungssysteme mit mehr vielfalt", "de") == ("recommender systems diversity")
+    assert gloss("empfehlungssysteme mit mehr vielfalt", "de") == "recommender systems diversity"
     assert gloss("sistemi di raccomandazione", "it") == "recommender systems"
 
 
