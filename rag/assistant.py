@@ -45,6 +45,7 @@ from rag.lexicon import (
     ASKS_CODE,
     ASKS_RECORD,
     COMPARE_SHOWN,
+    GENERIC_HEADS,
     SMALL_COUNTS,
     USAGE_FRAME,
 )
@@ -553,7 +554,8 @@ class Assistant:
         uses a name it holds ('run experiments with llama' -> 'llama', 'qwen models' ->
         'qwen': lexicon USAGE_FRAME). The others: each side of an 'or' in it, and the topic
         (or a side) in the field's terms for its plain words (rag/question/plain.py:
-        'faster text generation' -> 'speculative decoding')."""
+        'faster text generation' -> 'speculative decoding'), and each less a generic head
+        ('recommender systems' -> 'recommender': lexicon GENERIC_HEADS)."""
         topic = read_q.topic or read_q.keywords
         names = self.topic_names(read_q)
         if names:
@@ -562,7 +564,8 @@ class Assistant:
                 topic = kept
         asked = (topic, *alternatives_of(read_q.text))
         rewrites = (f for t in asked for f in plain.field_topics(t, self.holds_word))
-        return topic, names, tuple(dict.fromkeys((*asked[1:], *rewrites)))
+        headless = (h for t in asked if (h := _without_generic_head(t)))
+        return topic, names, tuple(dict.fromkeys((*asked[1:], *rewrites, *headless)))
 
     def about_many(
         self, read_q: Query, applied: Filters, sides: Sequence[list[Hit]] = ()
@@ -1004,6 +1007,16 @@ class Conversation:
     def clear(self) -> None:
         """Forget the turns."""
         self.turns.clear()
+
+
+def _without_generic_head(topic: str) -> str | None:
+    """'recommender systems' -> 'recommender', 'bilevel optimization methods' -> 'bilevel
+    optimization'; None when the last word is no generic head or nothing would be left."""
+    words = topic.split()
+    if len(words) < 2 or words[-1].casefold() not in GENERIC_HEADS:
+        return None
+    rest = " ".join(words[:-1])
+    return rest if content_words(rest) else None
 
 
 def _spelled_out(text: str, term: str, long: str) -> str:

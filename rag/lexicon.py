@@ -108,6 +108,14 @@ USAGE_FRAME = _words(
     reporting evaluate evaluates evaluated evaluating evaluation evaluations test tests
     tested testing model models"""
 )
+# The generic head of a topic's last word: abstracts name the field by what qualifies it
+# ('recommender systems' papers write 'recommendation algorithms', 'use recommendation as
+# a setting'), so a count also weighs the topic without it (`Assistant.count_topic`). Not
+# 'models': 'language models' is no topic about 'language'.
+GENERIC_HEADS = _words(
+    """system systems method methods algorithm algorithms approach approaches technique
+    techniques framework frameworks"""
+)
 # What abstracts say of any result: never a topic's term on its own (rag/aggregate/topics.py).
 BOILERPLATE = RESEARCH | _words(
     """propose result results shown novel based demonstrate demonstrates achieve achieves
@@ -243,10 +251,13 @@ METHOD_NOUNS = _words(
     """approach fix solution idea trick mechanism technique strategy intuition insight recipe
     workaround"""
 )
-# ... and when it asks what the paper found ('what's the main finding', 'the explanation?').
+# ... and when it asks what the paper found ('what's the main finding', 'the explanation?'),
+# or what it costs ('what's the catch': abstracts state a cost with what they found, 'with
+# negligible accuracy loss').
 FINDING_NOUNS = _words(
     """finding findings result results takeaway takeaways conclusion conclusions explanation
-    lesson lessons contribution contributions"""
+    lesson lessons contribution contributions catch downside downsides drawback drawbacks
+    caveat caveats tradeoff tradeoffs"""
 )
 # 'which one is fastest': words that rank papers by their results ask for those results.
 RANKING_WORDS = _words(

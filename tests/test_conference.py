@@ -270,6 +270,23 @@ def test_a_count_of_the_papers_using_a_name_counts_those_that_name_it(
     assert seeded.count_topic(plain_q)[0] == plain_q.topic
 
 
+def test_a_topic_named_with_a_generic_head_counts_papers_naming_what_qualifies_it(
+    seeded: Assistant,
+) -> None:
+    """The seeds' recommendation papers never write 'recommender systems' ('recommendation
+    algorithms', 'use recommendation as a natural evaluation setting'): the count weighs
+    the topic without its generic head too (lexicon GENERIC_HEADS), not 'language models'
+    without 'models'."""
+    read_q, _ = seeded.plan("how many papers on recommender systems")
+    topic, _, others = seeded.count_topic(read_q)
+    assert topic == "recommender systems" and "recommender" in others
+    answer = seeded.ask("how many papers on recommender systems")
+    counted = [s.text for s in answer.sources[: answer.count or 0]]
+    assert answer.count == 2 and all("recommendation" in text for text in counted)
+    lm_q, _ = seeded.plan("how many papers on language models")
+    assert "language" not in seeded.count_topic(lm_q)[2]
+
+
 def test_the_eval_scores_a_count_by_its_counted_papers_only() -> None:
     question = parse_question(json.dumps({"id": "k", "question": "how many", "kind": "count"}))
     nearest = [{"paper_id": "a", "n": 1, "cited": False}]

@@ -291,6 +291,11 @@ def test_how_it_works_and_what_it_found_quote_the_sentences_that_say_so(
     chat.ask("why sgd stays in one basin even though basins are connected", mode="extractive")
     why = chat.ask("what's the explanation", mode="extractive")
     assert why.follow_up and "entropic barriers" in why.answer
+    # 'what's the catch' asks what it costs, which an abstract states with what it found
+    chat = seeded.conversation()
+    chat.ask("recommendation diversity filter bubbles", mode="extractive")
+    catch = chat.ask("what's the catch", mode="extractive")
+    assert catch.follow_up and "negligible accuracy loss" in catch.answer
 
 
 def test_a_bare_kind_asks_the_paper_in_focus_for_a_thing_of_that_kind(

@@ -308,6 +308,7 @@ def test_how_much_better_is_read_in_each_latin_language() -> None:
     ('how much better than SAC') lost what it compares."""
     gloss = _glosser(INDEX_WORDS)
     assert gloss("c'est combien mieux que SAC ?", "fr").startswith("it is how much better")
+    assert gloss("combien plus rapide que EAGLE-3", "fr").startswith("how much faster")
     assert gloss("wie viel besser als SAC", "de").startswith("how much better")
     assert gloss("cuánto mejor que SAC", "es").startswith("how much better")
     assert gloss("quanto meglio di SAC", "it").startswith("how much better")
