@@ -108,10 +108,10 @@ USAGE_FRAME = _words(
     reporting evaluate evaluates evaluated evaluating evaluation evaluations test tests
     tested testing model models"""
 )
-# The generic head of a topic's last word: abstracts name the field by what qualifies it
-# ('recommender systems' papers write 'recommendation algorithms', 'use recommendation as
-# a setting'), so a count also weighs the topic without it (`Assistant.count_topic`). Not
-# 'models': 'language models' is no topic about 'language'.
+# A topic's last word that only names the kind of thing: abstracts name a field by what
+# qualifies it ('recommender systems' papers write 'recommendation algorithms', 'use
+# recommendation as a setting'), so a count also weighs the topic without it
+# (`Assistant.count_topic`). Not 'models': 'language models' is no topic about 'language'.
 GENERIC_HEADS = _words(
     """system systems method methods algorithm algorithms approach approaches technique
     techniques framework frameworks"""
