@@ -469,6 +469,8 @@ def test_which_papers_cites_the_papers_a_count_would_count(seeded: Assistant) ->
     none = seeded.ask("which iclr 2026 papers are about autonomous driving")
     assert none.intent == "papers" and not none.abstained
     assert seeded.ask("how many iclr 2026 papers are about autonomous driving").count == 0
+    cited = [s.text for s in none.sources if s.cited]  # not four others as close by cosine
+    assert len(cited) == 1 and "autonomous driving" in cited[0]
     assert [n for n in none.notices if n.code == "papers_none"] == [
         "none of these papers is mainly about 'autonomous driving' (a count of it finds "
         "none): they are the closest found, and may only mention it (the count's cut: "

@@ -27,7 +27,7 @@ import numpy as np
 from rag.config import DATA_DIR, load_fitted
 from rag.lexicon import COUNTED_KIN
 from rag.question.plain import words_for
-from rag.question.reading import NAME, Query
+from rag.question.reading import NAME, Query, topic_of
 from rag.text import forms_of, mentions, overlap, plain, split_sentences, stem
 from rag.types import Hit, Source
 
@@ -289,11 +289,21 @@ def candidates(hits: list[Hit], query: Query) -> list[int]:
         for i, h in enumerate(hits)
         if i == 0 or ((h.dense_similarity or 0.0) >= best - margin and (h.score or 0.0) >= floor)
     ]
+    if query.members is not None:  # the count's cut took none: 'which iclr 2026 papers
+        # are about autonomous driving' quotes the closest paper and those that name every
+        # word of the topic (CSAM's 'applications such as ... autonomous driving'), not
+        # four others as close by cosine
+        topic = topic_of(query.text)
+        keep = [i for i in keep if i == 0 or overlap(topic, _text_of(hits[i])) == 1.0]
     return keep[: MAX_SOURCES[query.plural]]
 
 
+def _text_of(hit: Hit) -> str:
+    return f"{hit.paper.label} {hit.paper.abstract}"
+
+
 def _names(hit: Hit, query: Query) -> bool:
-    text = f"{hit.paper.label} {hit.paper.abstract}"
+    text = _text_of(hit)
     return any(mentions(text, n) for t in query.named for n in query.spellings(t))
 
 
