@@ -57,6 +57,7 @@ from rag.question.reading import (
     alternatives_of,
     author_candidates,
     distinctive_terms,
+    grouping_of,
     keywords_of,
     named_by_best_hit,
     overview_rest,
@@ -254,6 +255,8 @@ class Assistant:
             named = replace(named, author=by[0])
             cut = re.sub(rf"(?i)\s*{re.escape(by[1])}", "", read_q.text, count=1).strip()
             read_q = replace(read_q, text=cut or read_q.text)
+        elif by is None and self.settings.read_scope:  # 'papers by deepmind'
+            read_q = self._author_unlisted(read_q)
         inherited = (context or Filters()).without(ignore_scope)
         applied = (filters or Filters()).over(named).over(inherited)
         asked = read_q.translated or read_q.question  # the English of one in another language
@@ -471,6 +474,24 @@ class Assistant:
                 self._authors = (id(catalog), author_names(catalog))
             held = self._authors[1]
         return next(((n, span) for n, span in candidates if n.casefold() in held), None)
+
+    def _author_unlisted(self, read_q: Query) -> Query:
+        """The question with a notice when its 'papers by ...' names no author any record
+        lists ('papers by deepmind': records hold authors, never affiliations), so it is
+        searched in the abstracts' words; unchanged for any other question ('how many
+        papers by year' groups)."""
+        names = [n for n, _ in author_candidates(read_q.text) if all(map(content_words, n.split()))]
+        if not names or grouping_of(read_q.question)[0] is not None:
+            return read_q
+        name = names[0]  # the longest run of words naming someone: 'google deepmind
+        held = self._authors[1] if self._authors else frozenset()
+        why = (
+            f"no record lists an author named '{name}' (records list authors, not affiliations)"
+            if held
+            else "the indexed records list no authors"
+        )
+        notice = Notice("author_unlisted", f"{why}: 'by {name}' was searched in the abstracts")
+        return replace(read_q, notices=(*read_q.notices, notice))
 
     def _lists_members(self, read_q: Query, query: str | None) -> bool:
         """Tell whether a question lists the papers of a topic ('which papers study X?',

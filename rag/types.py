@@ -92,6 +92,7 @@ class Notice(str):
         "scope_listed": "info",  # 'how many iclr 2026 papers are there': the scope counted
         "about_shown": "info",  # 'summarize them', 'compare them': the papers shown, no search
         "from_record": "info",  # 'which conference is it from': the records', not the abstracts'
+        "author_unlisted": "info",  # 'papers by deepmind': no record lists such an author
     }
 
     code: str

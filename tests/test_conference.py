@@ -594,6 +594,13 @@ def test_papers_by_an_author_the_records_list_are_scoped_to_them(
     # a name no record lists is no author: searched as it stands
     nobody = assistant.ask("papers by marie curie", mode="extractive")
     assert "author" not in nobody.applied_filters
+    assert [str(n) for n in nobody.notices if n.code == "author_unlisted"] == [
+        "no record lists an author named 'marie curie' (records list authors, not "
+        "affiliations): 'by marie curie' was searched in the abstracts"
+    ]
+    grouped = assistant.ask("how many papers by year", mode="extractive")
+    assert "author_unlisted" not in [n.code for n in grouped.notices]
+    assert "author_unlisted" not in [n.code for n in mine.notices]
     assert written_by(("Yoshua Bengio", "Samy Bengio"), "bengio")
     assert not written_by(("Yoshua Bengio",), "yoshua")  # a first name alone is no one
     assert author_candidates("work by Ada Lovelace on widgets")[2] == (
