@@ -395,7 +395,10 @@ class Assistant:
             }.get(read_q.translation)
             if how:
                 answer.notices.insert(0, Notice("translated", f"{how} as: {read_q.translated}"))
-        answer.notices[:0] = read_q.notices
+        # a refusal lists no papers for 'papers_none' to speak of
+        answer.notices[:0] = [
+            n for n in read_q.notices if not (answer.abstained and n.code == "papers_none")
+        ]
         if read_q.corrections:
             fixed = ", ".join(f"'{a}' as '{b}'" for a, b in read_q.corrections.items())
             answer.notices.insert(0, Notice("corrected", f"searched {fixed}"))

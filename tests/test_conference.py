@@ -469,6 +469,10 @@ def test_which_papers_cites_the_papers_a_count_would_count(seeded: Assistant) ->
     none = seeded.ask("which iclr 2026 papers are about autonomous driving")
     assert none.intent == "papers" and not none.abstained
     assert seeded.ask("how many iclr 2026 papers are about autonomous driving").count == 0
+    # a refusal lists no papers: no 'papers_none' beside it; the seeds' lists hold no authors
+    deepmind = seeded.ask("papers by deepmind", mode="extractive")
+    codes = [n.code for n in deepmind.notices]
+    assert deepmind.abstained and "author_unlisted" in codes and "papers_none" not in codes
     cited = [s.text for s in none.sources if s.cited]  # not four others as close by cosine
     assert len(cited) == 1 and "autonomous driving" in cited[0]
     assert [n for n in none.notices if n.code == "papers_none"] == [
