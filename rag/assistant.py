@@ -486,8 +486,9 @@ class Assistant:
         names = [n for n, _ in author_candidates(read_q.text) if all(map(content_words, n.split()))]
         if not names or grouping_of(read_q.question)[0] is not None:
             return read_q
-        name = names[0]  # the longest run of words naming someone: 'google deepmind
-        held = self._authors[1] if self._authors else frozenset()
+        name = names[0]  # the longest run of words naming someone: 'google deepmind'
+        with self._authors_lock:  # read by _author_named for this question
+            held = self._authors[1] if self._authors else frozenset()
         why = (
             f"no record lists an author named '{name}' (records list authors, not affiliations)"
             if held
