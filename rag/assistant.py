@@ -250,13 +250,15 @@ class Assistant:
         scope named (less `ignore_scope`) over `context` (a follow-up's previous scope)."""
         read_q = self.read(question, mode, translations)
         named = read_q.read_scope.without(ignore_scope) if self.settings.read_scope else Filters()
-        by = self._author_named(read_q.text) if self.settings.read_scope else None
+        candidates = author_candidates(read_q.text) if self.settings.read_scope else []
+        held = self._author_names() if candidates else frozenset()
+        by = next(((n, span) for n, span in candidates if n.casefold() in held), None)
         if by and "author" not in ignore_scope:  # 'papers by yoshua bengio'
             named = replace(named, author=by[0])
             cut = re.sub(rf"(?i)\s*{re.escape(by[1])}", "", read_q.text, count=1).strip()
             read_q = replace(read_q, text=cut or read_q.text)
-        elif by is None and self.settings.read_scope:  # 'papers by deepmind'
-            read_q = self._author_unlisted(read_q)
+        elif candidates and by is None:  # 'papers by deepmind'
+            read_q = _author_unlisted(read_q, [n for n, _ in candidates], held)
         inherited = (context or Filters()).without(ignore_scope)
         applied = (filters or Filters()).over(named).over(inherited)
         asked = read_q.translated or read_q.question  # the English of one in another language
@@ -465,37 +467,14 @@ class Assistant:
             read_q, listed, len(rows), [facets[c] for c in codes[rows]], applied.papers()
         )
 
-    def _author_named(self, text: str) -> tuple[str, str] | None:
-        """(the author, the words naming them) a question's 'papers by ...' names, when
-        the index's records list such an author (a full name, or a last name alone)."""
-        candidates = author_candidates(text)
-        if not candidates:
-            return None
+    def _author_names(self) -> frozenset[str]:
+        """The authors the index's records list (full and last names, folded), read once
+        per catalog, at the first 'papers by ...'."""
         catalog = self.retriever.catalog
         with self._authors_lock:
             if self._authors is None or self._authors[0] != id(catalog):
                 self._authors = (id(catalog), author_names(catalog))
-            held = self._authors[1]
-        return next(((n, span) for n, span in candidates if n.casefold() in held), None)
-
-    def _author_unlisted(self, read_q: Query) -> Query:
-        """The question with a notice when its 'papers by ...' names no author any record
-        lists ('papers by deepmind': records hold authors, never affiliations), so it is
-        searched in the abstracts' words; unchanged for any other question ('how many
-        papers by year' groups)."""
-        names = [n for n, _ in author_candidates(read_q.text) if all(map(content_words, n.split()))]
-        if not names or grouping_of(read_q.question)[0] is not None:
-            return read_q
-        name = names[0]  # the longest run of words naming someone: 'google deepmind'
-        with self._authors_lock:  # read by _author_named for this question
-            held = self._authors[1] if self._authors else frozenset()
-        why = (
-            f"no record lists an author named '{name}' (records list authors, not affiliations)"
-            if held
-            else "the indexed records list no authors"
-        )
-        notice = Notice("author_unlisted", f"{why}: 'by {name}' was searched in the abstracts")
-        return replace(read_q, notices=(*read_q.notices, notice))
+            return self._authors[1]
 
     def _lists_members(self, read_q: Query, query: str | None) -> bool:
         """Tell whether a question lists the papers of a topic ('which papers study X?',
@@ -1032,6 +1011,24 @@ class Conversation:
     def clear(self) -> None:
         """Forget the turns."""
         self.turns.clear()
+
+
+def _author_unlisted(read_q: Query, candidates: Sequence[str], held: frozenset[str]) -> Query:
+    """The question with a notice: its 'papers by ...' names no author of `held` (the
+    records' authors; records hold no affiliations: 'papers by deepmind'), so it is
+    searched in the abstracts' words; unchanged where 'by' groups ('how many papers by
+    year')."""
+    names = [n for n in candidates if all(map(content_words, n.split()))]
+    if not names or grouping_of(read_q.question)[0] is not None:
+        return read_q
+    name = names[0]  # the longest run of words naming someone: 'google deepmind'
+    why = (
+        f"no record lists an author named '{name}' (records list authors, not affiliations)"
+        if held
+        else "the indexed records list no authors"
+    )
+    notice = Notice("author_unlisted", f"{why}: 'by {name}' was searched in the abstracts")
+    return replace(read_q, notices=(*read_q.notices, notice))
 
 
 def _without_generic_head(topic: str) -> str | None:
